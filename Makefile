@@ -1,0 +1,54 @@
+# vgpu -- the two commands a user needs are `make demo` and `make test`.
+# CMake does the building; this file only sequences it.
+#   make           build/ (release with debug info)
+#   make asan      build-asan/ (AddressSanitizer + UBSan)
+#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU)
+#   make demo      the main job on the simulated GPU
+#   make bench     hook overhead benchmark (bench/)
+#   make format    clang-format every C file
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind fuzz format clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+
+test-release: build
+	@cd build && ctest --output-on-failure -j $(JOBS)
+
+test-asan: asan
+	@cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+test-gpu: build
+	@bash tests/gpu/run.sh
+
+test: test-release test-asan test-gpu
+	@bash scripts/check-format.sh
+
+demo: build
+	@bash scripts/demo.sh
+
+fuzz:
+	@bash scripts/fuzz.sh
+
+bench: build
+	@bash bench/run-hook-bench.sh
+
+bench-callgrind: build
+	@bash bench/run-hook-bench.sh --callgrind
+
+format:
+	@find src tests bench -name '*.[ch]' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan

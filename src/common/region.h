@@ -1,0 +1,122 @@
+/*
+ * region.h -- the container's region file: one budget for all its processes.
+ *
+ * Every process of a container maps the same file
+ * (CUDA_DEVICE_MEMORY_SHARED_CACHE). The file holds, per physical GPU (keyed
+ * by UUID, never by an index that CUDA_VISIBLE_DEVICES could renumber), the
+ * container's limits and the bytes charged against them, and per process a
+ * slot with what that process holds on each GPU.
+ *
+ * Rules that make the budget exact:
+ *  - Memory is reserved under the region mutex *before* the driver allocates,
+ *    and refunded if the driver fails: two processes racing can never pass
+ *    the limit together.
+ *  - dev[].mem_used is always the sum of the live slots' mem_used, changed
+ *    only under the mutex. If a process dies holding the mutex (robust mutex,
+ *    EOWNERDEAD), the next locker drops dead slots and recomputes the sums.
+ *  - A process holds a POSIX lock on its slot's byte (shmfile.h); when the
+ *    kernel drops it, the slot is dead and its memory goes back to the budget.
+ *  - Limits carry a generation counter; a process started with different limit
+ *    variables, or `vgpu set`, writes new limits and bumps it. No first-writer-
+ *    wins, so no need to rename the file to change a limit.
+ *
+ * This layout is an ABI shared with host tools (vgpu status, metrics): change
+ * it only with a version bump. Integers are native-endian; all fields are
+ * fixed-size.
+ */
+#ifndef VG_REGION_H
+#define VG_REGION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "shmfile.h"
+
+#define VG_REGION_MAGIC 0x52504756u /* "VGPR" little-endian */
+#define VG_REGION_VERSION_MAJOR 1
+#define VG_REGION_VERSION_MINOR 0
+#define VG_MAX_DEVICES 16
+#define VG_MAX_PROCS 1024
+#define VG_UUID_LEN 96
+#define VG_DEFAULT_REGION_PATH "/tmp/vgpu.cache"
+
+struct vg_region_device {
+  char uuid[VG_UUID_LEN]; /* "GPU-..."; empty: entry unused */
+  uint64_t mem_limit;     /* bytes; 0: unlimited */
+  uint64_t mem_used;      /* bytes charged by live processes */
+  uint64_t mem_total;     /* physical memory the driver reports */
+  uint32_t sm_limit;      /* percent; 0: unlimited */
+  uint32_t flags;
+  uint64_t reserved[8];
+};
+
+struct vg_region_proc {
+  int32_t pid; /* in the container's PID namespace; 0: free slot */
+  uint32_t flags;
+  uint64_t mem_used[VG_MAX_DEVICES];      /* charged bytes per device entry */
+  uint64_t context_bytes[VG_MAX_DEVICES]; /* driver context overhead, informational */
+  uint64_t reserved[4];
+};
+
+struct vg_region {
+  struct vg_shm_header header;
+  union {
+    pthread_mutex_t mutex;
+    char mutex_space[64];
+  } lock;
+  uint64_t generation;   /* bumped on every limit change */
+  uint32_t device_count; /* entries in use in dev[] */
+  uint32_t reserved32;
+  uint64_t reserved[8];
+  struct vg_region_device dev[VG_MAX_DEVICES];
+  struct vg_region_proc proc[VG_MAX_PROCS];
+};
+
+/* Describes the region file to vg_shm_open. */
+extern const struct vg_shm_spec vg_region_spec;
+
+/* Opens the region at path (or VG_DEFAULT_REGION_PATH when NULL/empty). */
+int vg_region_open(struct vg_shm *shm, const char *path, struct vg_err *err);
+
+static inline struct vg_region *vg_region_of(const struct vg_shm *shm) {
+  return (struct vg_region *)shm->base;
+}
+
+/* Lock/unlock the region mutex; a dead holder is repaired transparently. */
+void vg_region_lock(struct vg_shm *shm);
+void vg_region_unlock(struct vg_shm *shm);
+
+/* With the lock held: frees the slots of dead processes and returns their
+ * memory to the budget. Returns how many slots were freed. */
+int vg_region_reap_locked(struct vg_shm *shm);
+
+/* With the lock held: the entry for uuid, creating it if absent. Returns the
+ * entry index or -1 when all VG_MAX_DEVICES are taken. */
+int vg_region_device_locked(struct vg_shm *shm, const char *uuid, uint64_t mem_total);
+
+/* Claims a free process slot for pid (takes its liveness lock). Returns the
+ * slot index, or -1 when the table is full. */
+int vg_region_join(struct vg_shm *shm, int32_t pid);
+void vg_region_leave(struct vg_shm *shm, int slot);
+
+/* Reserves bytes on device entry dev for slot; fails (returns false) if the
+ * limit would be passed. Dead processes are reaped before giving up. */
+bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
+void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
+
+/* Sets a device's memory limit. Refuses (returns -1 with err) a limit below
+ * what is already in use, so that nothing allocated is lost. */
+int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct vg_err *err);
+void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent);
+
+/* Lock-free readers for tools and the hot path. */
+static inline uint64_t vg_region_mem_used(const struct vg_region *r, int dev) {
+  return __atomic_load_n(&r->dev[dev].mem_used, __ATOMIC_RELAXED);
+}
+static inline uint64_t vg_region_mem_limit(const struct vg_region *r, int dev) {
+  return __atomic_load_n(&r->dev[dev].mem_limit, __ATOMIC_RELAXED);
+}
+
+#endif

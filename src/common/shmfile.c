@@ -1,0 +1,222 @@
+/* shmfile.c -- see shmfile.h for the idea. */
+#include "shmfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Lock bytes live far past the end of any file we map. */
+#define VG_SLOT_LOCK_BASE ((off_t)1 << 40)
+
+static void write_header(void *base, const struct vg_shm_spec *spec) {
+  struct vg_shm_header *h = base;
+  h->version_major = spec->version_major;
+  h->version_minor = spec->version_minor;
+  h->total_size = spec->size;
+  /* The magic goes last: a reader that sees it sees a finished body. */
+  __atomic_store_n(&h->magic, spec->magic, __ATOMIC_RELEASE);
+}
+
+static int init_body(void *base, const struct vg_shm_spec *spec, struct vg_err *err) {
+  memset(base, 0, spec->size);
+  if (spec->init != NULL && spec->init(base, spec->size, spec->init_arg, err) != 0) return -1;
+  write_header(base, spec);
+  return 0;
+}
+
+/* Explains why an existing file of the wrong size cannot be used. */
+static int describe_mismatch(int fd, const char *path, off_t size, const struct vg_shm_spec *spec,
+                             struct vg_err *err) {
+  struct vg_shm_header h;
+  memset(&h, 0, sizeof(h));
+  ssize_t n = pread(fd, &h, sizeof(h), 0);
+  if (n == (ssize_t)sizeof(h) && h.magic == spec->magic && h.version_major != spec->version_major)
+    return vg_err_set(err,
+                      "%s %s has layout version %u.%u but this build uses %u.%u; remove it "
+                      "once no process of the container uses it",
+                      spec->kind, path, h.version_major, h.version_minor, spec->version_major,
+                      spec->version_minor);
+  if (n == (ssize_t)sizeof(h) && h.magic == spec->magic)
+    return vg_err_set(err, "%s %s is corrupt: its size is %lld bytes, expected %zu", spec->kind,
+                      path, (long long)size, spec->size);
+  return vg_err_set(err,
+                    "%s %s is not a vgpu %s (unknown content, %lld bytes); refusing to use "
+                    "or overwrite it",
+                    spec->kind, path, spec->kind, (long long)size);
+}
+
+static int check_mapped(void *base, const char *path, const struct vg_shm_spec *spec,
+                        struct vg_err *err) {
+  const struct vg_shm_header *h = base;
+  uint32_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+  if (magic != spec->magic)
+    return vg_err_set(err,
+                      "%s %s is not a vgpu %s (magic 0x%08x); refusing to use or "
+                      "overwrite it",
+                      spec->kind, path, spec->kind, magic);
+  if (h->version_major != spec->version_major)
+    return vg_err_set(err, "%s %s has layout version %u.%u but this build uses %u.%u", spec->kind,
+                      path, h->version_major, h->version_minor, spec->version_major,
+                      spec->version_minor);
+  if (h->total_size != spec->size)
+    return vg_err_set(err, "%s %s is corrupt: header says %llu bytes, expected %zu", spec->kind,
+                      path, (unsigned long long)h->total_size, spec->size);
+  return 0;
+}
+
+static bool header_is_blank(const void *base) {
+  static const struct vg_shm_header zero;
+  return memcmp(base, &zero, sizeof(zero)) == 0;
+}
+
+/* Maps an open, exclusively flocked file, initialising it if new. */
+static int map_locked(struct vg_shm *shm, const struct vg_shm_spec *spec, struct vg_err *err) {
+  struct stat st;
+  if (fstat(shm->fd, &st) != 0)
+    return vg_err_set(err, "cannot stat %s %s: %s", spec->kind, shm->path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return vg_err_set(err, "%s %s is not a regular file", spec->kind, shm->path);
+  bool fresh = st.st_size == 0;
+  if (!fresh && st.st_size != (off_t)spec->size)
+    return describe_mismatch(shm->fd, shm->path, st.st_size, spec, err);
+  if (fresh && ftruncate(shm->fd, (off_t)spec->size) != 0)
+    return vg_err_set(err, "cannot size %s %s: %s", spec->kind, shm->path, strerror(errno));
+  void *base = mmap(NULL, spec->size, PROT_READ | PROT_WRITE, MAP_SHARED, shm->fd, 0);
+  if (base == MAP_FAILED)
+    return vg_err_set(err, "cannot map %s %s: %s", spec->kind, shm->path, strerror(errno));
+  shm->base = base;
+  shm->size = spec->size;
+  if (fresh || header_is_blank(base)) {
+    shm->created = true;
+    if (fresh) fchmod(shm->fd, 0666); /* every user of the container shares it */
+    return init_body(base, spec, err);
+  }
+  return check_mapped(base, shm->path, spec, err);
+}
+
+int vg_shm_open(struct vg_shm *shm, const char *path, const struct vg_shm_spec *spec,
+                struct vg_err *err) {
+  memset(shm, 0, sizeof(*shm));
+  shm->self_slot = -1;
+  snprintf(shm->path, sizeof(shm->path), "%s", path);
+  shm->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (shm->fd < 0)
+    return vg_err_set(err, "cannot open %s %s: %s", spec->kind, path, strerror(errno));
+  while (flock(shm->fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  int rc = map_locked(shm, spec, err);
+  flock(shm->fd, LOCK_UN);
+  if (rc != 0) vg_shm_close(shm);
+  return rc;
+}
+
+int vg_shm_open_readonly(struct vg_shm *shm, const char *path, const struct vg_shm_spec *spec,
+                         struct vg_err *err) {
+  memset(shm, 0, sizeof(*shm));
+  shm->self_slot = -1;
+  snprintf(shm->path, sizeof(shm->path), "%s", path);
+  shm->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (shm->fd < 0)
+    return vg_err_set(err, "cannot open %s %s: %s", spec->kind, path, strerror(errno));
+  struct stat st;
+  if (fstat(shm->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)spec->size) {
+    int rc = describe_mismatch(shm->fd, path, st.st_size, spec, err);
+    vg_shm_close(shm);
+    return rc;
+  }
+  void *base = mmap(NULL, spec->size, PROT_READ, MAP_SHARED, shm->fd, 0);
+  if (base == MAP_FAILED) {
+    vg_shm_close(shm);
+    return vg_err_set(err, "cannot map %s %s: %s", spec->kind, path, strerror(errno));
+  }
+  shm->base = base;
+  shm->size = spec->size;
+  if (check_mapped(base, path, spec, err) != 0) {
+    vg_shm_close(shm);
+    return -1;
+  }
+  return 0;
+}
+
+int vg_shm_open_private(struct vg_shm *shm, const struct vg_shm_spec *spec, struct vg_err *err) {
+  memset(shm, 0, sizeof(*shm));
+  shm->fd = -1;
+  shm->self_slot = -1;
+  snprintf(shm->path, sizeof(shm->path), "(private)");
+  void *base = mmap(NULL, spec->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return vg_err_set(err, "cannot map a private %s: %s", spec->kind, strerror(errno));
+  shm->base = base;
+  shm->size = spec->size;
+  shm->created = true;
+  return init_body(base, spec, err);
+}
+
+void vg_shm_close(struct vg_shm *shm) {
+  if (shm->base != NULL && shm->base != MAP_FAILED) munmap(shm->base, shm->size);
+  if (shm->fd >= 0) close(shm->fd);
+  shm->base = NULL;
+  shm->fd = -1;
+}
+
+static int slot_lock(int fd, unsigned slot, int cmd, struct flock *fl, short type) {
+  memset(fl, 0, sizeof(*fl));
+  fl->l_type = type;
+  fl->l_whence = SEEK_SET;
+  fl->l_start = VG_SLOT_LOCK_BASE + (off_t)slot;
+  fl->l_len = 1;
+  return fcntl(fd, cmd, fl);
+}
+
+int vg_shm_claim_slot(struct vg_shm *shm, unsigned slot) {
+  struct flock fl;
+  if (shm->fd >= 0 && slot_lock(shm->fd, slot, F_SETLK, &fl, F_WRLCK) != 0) return -1;
+  shm->self_slot = (int)slot;
+  return 0;
+}
+
+void vg_shm_release_slot(struct vg_shm *shm, unsigned slot) {
+  if (shm->self_slot == (int)slot) shm->self_slot = -1;
+  if (shm->fd < 0) return;
+  struct flock fl;
+  slot_lock(shm->fd, slot, F_SETLK, &fl, F_UNLCK);
+}
+
+bool vg_shm_slot_alive(const struct vg_shm *shm, unsigned slot) {
+  if ((int)slot == shm->self_slot) return true;
+  if (shm->fd < 0) return true; /* private mapping: nobody else */
+  struct flock fl;
+  if (slot_lock(shm->fd, slot, F_GETLK, &fl, F_WRLCK) != 0) return true; /* unsure: keep it */
+  return fl.l_type != F_UNLCK;
+}
+
+int vg_shared_mutex_init(pthread_mutex_t *mutex) {
+  pthread_mutexattr_t attr;
+  if (pthread_mutexattr_init(&attr) != 0) return -1;
+  int rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  if (rc == 0) rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  if (rc == 0) rc = pthread_mutex_init(mutex, &attr);
+  pthread_mutexattr_destroy(&attr);
+  return rc == 0 ? 0 : -1;
+}
+
+void vg_shared_mutex_lock(pthread_mutex_t *mutex, void (*repair)(void *), void *arg) {
+  int rc = pthread_mutex_lock(mutex);
+  if (rc == EOWNERDEAD) {
+    if (repair != NULL) repair(arg);
+    pthread_mutex_consistent(mutex);
+  } else if (rc == ENOTRECOVERABLE) {
+    /* Someone gave up on it without repairing; start it afresh rather than
+     * wedge every process of the container. */
+    vg_shared_mutex_init(mutex);
+    pthread_mutex_lock(mutex);
+    if (repair != NULL) repair(arg);
+  }
+}
+
+void vg_shared_mutex_unlock(pthread_mutex_t *mutex) { pthread_mutex_unlock(mutex); }

@@ -1,0 +1,30 @@
+/*
+ * size.h -- parsing and printing of memory sizes and percentages.
+ *
+ * The grammar is fixed by design.md because users type these values into pod
+ * specs and shells: a bare number is bytes; k/m/g/t and Ki/Mi/Gi/Ti are binary
+ * multiples ("300m" is 300 MiB, as HAMi's users write it); KB/MB/GB/TB are
+ * decimal; a decimal fraction such as "1.5g" is allowed. Unit letters are
+ * case-insensitive. Anything else -- signs, spaces, hex, unknown units, values
+ * past 2^64-1 -- is an error with a message that says why, because a limit
+ * that silently parsed as something else is worse than no limit at all.
+ */
+#ifndef VG_SIZE_H
+#define VG_SIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Parses a size into bytes. Returns 0, or -1 with err describing the problem
+ * (the message quotes the value but not a variable name: callers add it). */
+int vg_parse_size(const char *text, uint64_t *bytes, struct vg_err *err);
+
+/* Parses a whole-number percentage 0..100. */
+int vg_parse_percent(const char *text, unsigned *percent, struct vg_err *err);
+
+/* Writes "300 MiB", "1.5 GiB", "512 B" into buf; returns buf. */
+char *vg_format_size(uint64_t bytes, char *buf, size_t len);
+
+#endif
