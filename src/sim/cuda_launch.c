@@ -1,0 +1,152 @@
+/*
+ * cuda_launch.c -- kernel launches and their cost model.
+ *
+ * A launch is validated like the driver does (function handle, context,
+ * dimensions, 1024 threads per block) and then costs simulated time on the
+ * device's shared timeline:
+ *
+ *   resident blocks per SM = max(1, min(32, 2048 / threads per block))
+ *   waves                  = ceil(total blocks / (SMs * resident))
+ *   duration               = waves * VGPU_SIM_WAVE_US
+ *
+ * capped at one hour. The launch returns at once (launches are asynchronous)
+ * unless the device's queue already reaches more than 50 ms ahead, in which
+ * case it waits, as a real driver's bounded queue does. A cooperative launch
+ * must fit in one wave (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE otherwise).
+ */
+#include <string.h>
+
+#include "cuda_internal.h"
+
+#define COOPERATIVE_LAUNCH_TOO_LARGE ((CUresult)720)
+#define LAUNCH_ATTRIBUTE_COOPERATIVE 2
+#define MAX_THREADS_PER_BLOCK 1024u
+#define MAX_THREADS_PER_SM 2048u
+#define MAX_BLOCKS_PER_SM 32u
+#define MAX_DYNAMIC_SHARED 166912u
+#define MAX_DURATION_NS (3600ull * 1000000000ull)
+
+struct launch {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared;
+  CUstream stream;
+  bool cooperative;
+};
+
+static bool dims_valid(const struct launch *l) {
+  for (int i = 0; i < 3; i++)
+    if (l->grid[i] == 0 || l->block[i] == 0) return false;
+  if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64) return false;
+  if (l->grid[1] > 65535 || l->grid[2] > 65535 || l->grid[0] > 0x7fffffffu) return false;
+  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+  return threads <= MAX_THREADS_PER_BLOCK && l->shared <= MAX_DYNAMIC_SHARED;
+}
+
+static uint64_t resident_per_sm(const struct launch *l) {
+  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+  uint64_t r = MAX_THREADS_PER_SM / threads;
+  if (r > MAX_BLOCKS_PER_SM) r = MAX_BLOCKS_PER_SM;
+  return r == 0 ? 1 : r;
+}
+
+static uint64_t waves_of(const struct launch *l, uint64_t sms) {
+  uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+  uint64_t per_wave = sms * resident_per_sm(l);
+  return (blocks + per_wave - 1) / per_wave;
+}
+
+static uint64_t duration_of(uint64_t waves, uint64_t wave_ns) {
+  if (wave_ns != 0 && waves > MAX_DURATION_NS / wave_ns) return MAX_DURATION_NS;
+  return waves * wave_ns;
+}
+
+static CUresult launch(CUfunction f, const struct launch *l, void **params, void **extra) {
+  struct CUctx_st *ctx, *fctx;
+  CUresult rc = cu_current(&ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if ((rc = cu_function_ctx(f, &fctx)) != CUDA_SUCCESS) return rc;
+  if (fctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (!dims_valid(l) || (params != NULL && extra != NULL)) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *s;
+  struct CUctx_st *sctx;
+  if ((rc = cu_stream_resolve(l->stream, &s, &sctx)) != CUDA_SUCCESS) return rc;
+  if (sctx != ctx) return CUDA_ERROR_INVALID_HANDLE; /* a stream of another context */
+  const struct vg_sim_state *st = g_cu.sim.st;
+  uint64_t waves = waves_of(l, st->dev[ctx->phys].sms);
+  if (l->cooperative && waves > 1) return COOPERATIVE_LAUNCH_TOO_LARGE;
+  uint64_t duration = duration_of(waves, st->config.wave_ns);
+  uint64_t end = vg_sim_queue_work(&g_cu.sim, ctx->phys, cu_stream_last_end(s, sctx), duration);
+  cu_stream_note_work(s, ctx, end);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra) {
+  struct launch l = {{gridDimX, gridDimY, gridDimZ},
+                     {blockDimX, blockDimY, blockDimZ},
+                     sharedMemBytes,
+                     hStream,
+                     false};
+  return launch(f, &l, kernelParams, extra);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                             void **kernelParams, void **extra) {
+  return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                        sharedMemBytes, hStream, kernelParams, extra);
+}
+
+static bool wants_cooperative(const CUlaunchConfig *c) {
+  for (unsigned i = 0; i < c->numAttrs; i++) {
+    int value;
+    memcpy(&value, c->attrs[i].value, sizeof(value));
+    if (c->attrs[i].id == LAUNCH_ATTRIBUTE_COOPERATIVE && value != 0) return true;
+  }
+  return false;
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct launch l = {{config->gridDimX, config->gridDimY, config->gridDimZ},
+                     {config->blockDimX, config->blockDimY, config->blockDimZ},
+                     config->sharedMemBytes,
+                     config->hStream,
+                     wants_cooperative(config)};
+  return launch(f, &l, kernelParams, extra);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                               void **extra) {
+  return cuLaunchKernelEx(config, f, kernelParams, extra);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams) {
+  struct launch l = {{gridDimX, gridDimY, gridDimZ},
+                     {blockDimX, blockDimY, blockDimZ},
+                     sharedMemBytes,
+                     hStream,
+                     true};
+  return launch(f, &l, kernelParams, NULL);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX,
+                                        unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes, CUstream hStream,
+                                        void **kernelParams) {
+  return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                   sharedMemBytes, hStream, kernelParams);
+}

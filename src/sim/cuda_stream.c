@@ -1,0 +1,170 @@
+/*
+ * cuda_stream.c -- streams and events.
+ *
+ * All work of a device runs on the device's one shared timeline
+ * (sim_timeline.c); a stream only remembers when the last work queued on it
+ * ends, which is what cuStreamSynchronize waits for. The default streams
+ * (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) stand for the current
+ * context, whose "last end" covers everything queued in it. Since work never
+ * overlaps on the timeline, per-thread and legacy default streams behave the
+ * same, and the _ptsz entry points are the same functions.
+ *
+ * An event records the time at which the work queued before it completes;
+ * synchronising on it sleeps until then, and the elapsed time between two
+ * events is the simulated time between those points.
+ */
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+#define EVENT_FLAGS_KNOWN 0x7u /* blocking sync, disable timing, interprocess */
+#define EVENT_DISABLE_TIMING 0x2u
+#define EVENT_INTERPROCESS 0x4u
+
+static bool is_default_stream(CUstream h) {
+  return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+CUresult cu_stream_resolve(CUstream h, struct CUstream_st **s, struct CUctx_st **ctx) {
+  if (is_default_stream(h)) {
+    *s = NULL;
+    return cu_current(ctx);
+  }
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  *s = cu_handle_get(h, CU_OBJ_STREAM);
+  if (*s == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  *ctx = (*s)->obj.ctx;
+  return cu_ctx_check(*ctx);
+}
+
+uint64_t cu_stream_last_end(struct CUstream_st *s, struct CUctx_st *ctx) {
+  const uint64_t *end = s != NULL ? &s->last_end : &ctx->last_end;
+  return __atomic_load_n(end, __ATOMIC_RELAXED);
+}
+
+void cu_stream_note_work(struct CUstream_st *s, struct CUctx_st *ctx, uint64_t end) {
+  if (s != NULL) __atomic_store_n(&s->last_end, end, __ATOMIC_RELAXED);
+  cu_ctx_note_work(ctx, end);
+}
+
+void cu_destroy_owned(struct cu_obj *obj) {
+  switch (obj->kind) {
+    case CU_OBJ_STREAM:
+    case CU_OBJ_EVENT:
+      if (cu_handle_take(obj, obj->kind) != NULL) free(obj);
+      break;
+    case CU_OBJ_MODULE:
+      cu_module_destroy(obj);
+      break;
+    case CU_OBJ_ARRAY:
+    case CU_OBJ_MIPMAP:
+      cu_array_destroy(obj);
+      break;
+    default:
+      break;
+  }
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  struct CUctx_st *ctx;
+  CUresult rc = cu_current(&ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *s = calloc(1, sizeof(*s));
+  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *s = (struct CUstream_st){{CU_OBJ_STREAM, ctx}, Flags, 0};
+  cu_handle_add(s);
+  *phStream = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  struct CUstream_st *s = cu_handle_take(hStream, CU_OBJ_STREAM);
+  if (s == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  struct CUstream_st *s;
+  struct CUctx_st *ctx;
+  CUresult rc = cu_stream_resolve(hStream, &s, &ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  uint64_t end = cu_stream_last_end(s, ctx);
+  if (end > vg_sim_now_ns()) vg_sim_sleep_until(end);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream) { return cuStreamSynchronize(hStream); }
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+  struct CUctx_st *ctx;
+  CUresult rc = cu_current(&ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (phEvent == NULL || (Flags & ~EVENT_FLAGS_KNOWN) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & EVENT_INTERPROCESS) && !(Flags & EVENT_DISABLE_TIMING))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUevent_st *e = calloc(1, sizeof(*e));
+  if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *e = (struct CUevent_st){{CU_OBJ_EVENT, ctx}, Flags, false, 0};
+  cu_handle_add(e);
+  *phEvent = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  struct CUevent_st *e = cu_handle_get(hEvent, CU_OBJ_EVENT);
+  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  struct CUstream_st *s;
+  struct CUctx_st *ctx;
+  if ((rc = cu_stream_resolve(hStream, &s, &ctx)) != CUDA_SUCCESS) return rc;
+  e->time = cu_max_u64(vg_sim_now_ns(), cu_stream_last_end(s, ctx));
+  e->recorded = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+  return cuEventRecord(hEvent, hStream);
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  struct CUevent_st *e = cu_handle_get(hEvent, CU_OBJ_EVENT);
+  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->recorded && e->time > vg_sim_now_ns()) vg_sim_sleep_until(e->time);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  if (pMilliseconds == NULL) return CUDA_ERROR_INVALID_VALUE;
+  struct CUevent_st *a = cu_handle_get(hStart, CU_OBJ_EVENT);
+  struct CUevent_st *b = cu_handle_get(hEnd, CU_OBJ_EVENT);
+  if (a == NULL || b == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if ((a->flags | b->flags) & EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (cu_max_u64(a->time, b->time) > vg_sim_now_ns()) return CUDA_ERROR_NOT_READY;
+  *pMilliseconds = (float)(((double)b->time - (double)a->time) / 1e6);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  struct CUevent_st *e = cu_handle_take(hEvent, CU_OBJ_EVENT);
+  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  free(e);
+  return CUDA_SUCCESS;
+}
