@@ -1,0 +1,89 @@
+/* charge.c -- see charge.h. */
+#include "charge.h"
+
+#include "cuda_abi.h"
+#include "log.h"
+#include "size.h"
+#include "state.h"
+
+enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) {
+  c->dev = -1;
+  c->bytes = 0;
+  if (!vg_state_ready()) return vg_state.config_ok ? VG_CHARGE_UNTRACKED : VG_CHARGE_REFUSED;
+  int ordinal = -1;
+  if (dev < 0) dev = vg_state_current_device(&ordinal);
+  if (dev < 0) return VG_CHARGE_UNTRACKED; /* no context: the driver will say so */
+  if (!vg_state_reserve(dev, bytes)) {
+    struct vg_region *r = vg_region_of(&vg_state.shm);
+    char a[32], b[32], l[32];
+    vg_info("out of memory on %s: %s requested, %s of %s in use", r->dev[dev].uuid,
+            vg_format_size(bytes, a, sizeof(a)),
+            vg_format_size(vg_region_mem_used(r, dev), b, sizeof(b)),
+            vg_format_size(vg_region_mem_limit(r, dev), l, sizeof(l)));
+    return VG_CHARGE_OVER;
+  }
+  c->dev = dev;
+  c->bytes = bytes;
+  return VG_CHARGE_OK;
+}
+
+bool vg_charge_resize(struct vg_charge *c, uint64_t bytes) {
+  if (c->dev < 0 || bytes == c->bytes) return true;
+  if (bytes < c->bytes) {
+    vg_state_release(c->dev, c->bytes - bytes);
+    c->bytes = bytes;
+    return true;
+  }
+  if (vg_state_reserve(c->dev, bytes - c->bytes)) {
+    c->bytes = bytes;
+    return true;
+  }
+  vg_charge_cancel(c);
+  return false;
+}
+
+bool vg_charge_commit(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
+  if (c->dev < 0) return true;
+  struct vg_alloc old;
+  int rc = vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes}, &old);
+  if (rc == 1) vg_state_release(old.dev, old.bytes); /* its free never reached us */
+  if (rc >= 0) return true;
+  vg_error("cannot record an allocation (out of host memory)");
+  vg_charge_cancel(c);
+  return false;
+}
+
+void vg_charge_cancel(struct vg_charge *c) {
+  if (c->dev >= 0 && c->bytes > 0) vg_state_release(c->dev, c->bytes);
+  c->dev = -1;
+  c->bytes = 0;
+}
+
+bool vg_charge_take(enum vg_alloc_kind kind, uint64_t key, struct vg_charge *c) {
+  struct vg_alloc a;
+  c->dev = -1;
+  c->bytes = 0;
+  if (!vg_alloc_take(kind, key, &a)) return false;
+  c->dev = a.dev;
+  c->bytes = a.bytes;
+  return true;
+}
+
+void vg_charge_refund(struct vg_charge *c) { vg_charge_cancel(c); }
+
+void vg_charge_restore(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
+  struct vg_alloc old;
+  if (c->dev >= 0)
+    vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes}, &old);
+}
+
+int vg_charge_error(enum vg_charge_rc rc) {
+  switch (rc) {
+    case VG_CHARGE_OVER:
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    case VG_CHARGE_REFUSED:
+      return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_SUCCESS;
+  }
+}

@@ -1,0 +1,168 @@
+/*
+ * hook_memory.c -- linear device memory: cuMemAlloc, pitch, managed, the
+ * stream-ordered allocators and their frees.
+ *
+ * Each allocation reserves round_up(size, 2 MiB) -- the driver's page -- in
+ * the container budget before the driver is called (charge.h), so the sum
+ * of what containers are charged is never below what the driver hands out.
+ * A free of a pointer we never saw goes to the driver untouched.
+ */
+#include <stdint.h>
+
+#include "charge.h"
+#include "hooks.h"
+#include "log.h"
+#include "state.h"
+
+/* The common shape: reserve on dev, call, commit or cancel. */
+#define VG_ALLOC_CALL(dev, size, dptr, call)                                       \
+  do {                                                                             \
+    if ((dptr) == NULL || (size) == 0) return (call);                              \
+    struct vg_charge c;                                                            \
+    enum vg_charge_rc cr = vg_charge_begin((dev), vg_charge_bytes(size), &c);      \
+    if (vg_charge_error(cr) != CUDA_SUCCESS) return (CUresult)vg_charge_error(cr); \
+    CUresult rc = (call);                                                          \
+    if (rc != CUDA_SUCCESS) {                                                      \
+      vg_charge_cancel(&c);                                                        \
+      return rc;                                                                   \
+    }                                                                              \
+    if (!vg_charge_commit(&c, VG_ALLOC_MEMORY, *(dptr))) {                         \
+      VG_CU(cuMemFree_v2, *(dptr));                                                \
+      return CUDA_ERROR_OUT_OF_MEMORY;                                             \
+    }                                                                              \
+    return rc;                                                                     \
+  } while (0)
+
+VG_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  VG_ENTER();
+  VG_ALLOC_CALL(-1, bytesize, dptr, VG_CU(cuMemAlloc_v2, dptr, bytesize));
+}
+
+VG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  VG_ENTER();
+  if (vg_state_ready() && vg_state.cfg.refuse_managed) {
+    vg_warn(
+        "cuMemAllocManaged refused: VGPU_MANAGED_MEMORY=refuse (isolation cannot bound "
+        "unified memory)");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  VG_ALLOC_CALL(-1, bytesize, dptr, VG_CU(cuMemAllocManaged, dptr, bytesize, flags));
+}
+
+/* The driver picks the pitch, so reserve with the usual 512-byte alignment
+ * and settle on what it chose. */
+VG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                      size_t Height, unsigned int ElementSizeBytes) {
+  VG_ENTER();
+  if (dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0 ||
+      WidthInBytes > SIZE_MAX / Height)
+    return VG_CU(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  struct vg_charge c;
+  uint64_t guess = ((WidthInBytes + 511) & ~(size_t)511) * (uint64_t)Height;
+  enum vg_charge_rc cr = vg_charge_begin(-1, vg_charge_bytes(guess), &c);
+  if (vg_charge_error(cr) != CUDA_SUCCESS) return (CUresult)vg_charge_error(cr);
+  CUresult rc = VG_CU(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  if (rc != CUDA_SUCCESS) {
+    vg_charge_cancel(&c);
+    return rc;
+  }
+  if (!vg_charge_resize(&c, vg_charge_bytes((uint64_t)*pPitch * Height)) ||
+      !vg_charge_commit(&c, VG_ALLOC_MEMORY, *dptr)) {
+    VG_CU(cuMemFree_v2, *dptr);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return rc;
+}
+
+VG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  VG_ENTER();
+  struct vg_charge c;
+  bool ours = vg_charge_take(VG_ALLOC_MEMORY, dptr, &c);
+  CUresult rc = VG_CU(cuMemFree_v2, dptr);
+  if (!ours) return rc;
+  if (rc == CUDA_SUCCESS)
+    vg_charge_refund(&c);
+  else
+    vg_charge_restore(&c, VG_ALLOC_MEMORY, dptr);
+  return rc;
+}
+
+/* Pools: remember which device (region entry) each pool allocates on; a
+ * pool in host memory (-1) is not charged. */
+static int pool_device(CUmemoryPool pool) {
+  struct vg_alloc a;
+  if (pool != NULL && vg_alloc_get(VG_ALLOC_POOL, (uint64_t)(uintptr_t)pool, &a)) return a.dev;
+  return -2; /* unknown pool: charge the current device */
+}
+
+static void remember_pool(CUmemoryPool pool, int dev) {
+  struct vg_alloc old;
+  vg_alloc_put(VG_ALLOC_POOL, (uint64_t)(uintptr_t)pool, (struct vg_alloc){.dev = dev}, &old);
+}
+
+VG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+  VG_ENTER();
+  CUresult rc = VG_CU(cuMemPoolCreate, pool, props);
+  if (rc == CUDA_SUCCESS && props != NULL) {
+    bool device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    remember_pool(*pool, device ? vg_state_device(props->location.id) : -1);
+  }
+  return rc;
+}
+
+VG_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
+  VG_ENTER();
+  CUresult rc = VG_CU(cuDeviceGetDefaultMemPool, pool, dev);
+  if (rc == CUDA_SUCCESS) remember_pool(*pool, vg_state_device((int)dev));
+  return rc;
+}
+
+VG_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  VG_ENTER();
+  struct vg_alloc a;
+  vg_alloc_take(VG_ALLOC_POOL, (uint64_t)(uintptr_t)pool, &a);
+  return VG_CU(cuMemPoolDestroy, pool);
+}
+
+/* Stream-ordered allocations are charged while live: from the alloc call to
+ * the free call. Memory a pool keeps cached after a free is not charged (see
+ * docs/memory.md). */
+#define VG_ASYNC_ALLOC(fn, dptr, size, ...) \
+  VG_ENTER();                               \
+  VG_ALLOC_CALL(-1, size, dptr, VG_CU(fn, dptr, size, __VA_ARGS__))
+
+#define VG_POOL_ALLOC(fn, dptr, size, pool, stream)          \
+  VG_ENTER();                                                \
+  int dev = pool_device(pool);                               \
+  if (dev == -1) return VG_CU(fn, dptr, size, pool, stream); \
+  VG_ALLOC_CALL(dev < 0 ? -1 : dev, size, dptr, VG_CU(fn, dptr, size, pool, stream))
+
+#define VG_ASYNC_FREE(fn, dptr, stream) \
+  VG_ENTER();                           \
+  VG_FREE_AND_REFUND(VG_ALLOC_MEMORY, dptr, VG_CU(fn, dptr, stream))
+
+VG_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  VG_ASYNC_ALLOC(cuMemAllocAsync, dptr, bytesize, hStream);
+}
+
+VG_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  VG_ASYNC_ALLOC(cuMemAllocAsync_ptsz, dptr, bytesize, hStream);
+}
+
+VG_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                           CUstream hStream) {
+  VG_POOL_ALLOC(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream);
+}
+
+VG_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                CUmemoryPool pool, CUstream hStream) {
+  VG_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream);
+}
+
+VG_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  VG_ASYNC_FREE(cuMemFreeAsync, dptr, hStream);
+}
+
+VG_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  VG_ASYNC_FREE(cuMemFreeAsync_ptsz, dptr, hStream);
+}

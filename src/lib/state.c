@@ -1,0 +1,186 @@
+/* state.c -- see state.h. */
+#include "state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc_table.h"
+#include "hooks.h"
+#include "log.h"
+#include "size.h"
+
+extern char **environ;
+
+struct vg_state vg_state;
+
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_ready; /* 0: not yet, 1: done */
+
+static void forget_devices(void) {
+  for (int i = 0; i < VG_MAX_DEVICES; i++) vg_state.dev_map[i] = vg_state.nvml_map[i] = -1;
+}
+
+/* A forked child shares the mapping but holds none of its parent's slot
+ * lock or memory: it starts with an empty table and joins on first use. */
+static void after_fork_in_child(void) {
+  pthread_mutex_init(&g_init_lock, NULL);
+  vg_alloc_reset();
+  vg_state.shm.self_slot = -1;
+  vg_state.slot = -1;
+  forget_devices();
+}
+
+static void open_region(void) {
+  struct vg_err err;
+  if (vg_region_open(&vg_state.shm, vg_state.cfg.region_path, &err) == 0) return;
+  vg_error("%s; limits are enforced for this process alone", err.msg);
+  if (vg_shm_open_private(&vg_state.shm, &vg_region_spec, &err) != 0) vg_error("%s", err.msg);
+}
+
+static void init_locked(void) {
+  struct vg_err err;
+  vg_log_configure();
+  vg_state.slot = -1;
+  forget_devices();
+  vg_state.config_ok = vg_config_load(&vg_state.cfg, environ, &err) == 0;
+  if (!vg_state.config_ok) {
+    snprintf(vg_state.config_error, sizeof(vg_state.config_error), "%s", err.msg);
+    vg_error("%s; refusing GPU work rather than running without the intended limit", err.msg);
+    return;
+  }
+  open_region();
+  pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+bool vg_state_ready(void) {
+  if (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) == 0) {
+    pthread_mutex_lock(&g_init_lock);
+    if (g_ready == 0) init_locked();
+    __atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g_init_lock);
+  }
+  return vg_state.config_ok && vg_state.shm.base != NULL;
+}
+
+/* Joins the region on first need; false when the slot table is full. */
+static bool joined(void) {
+  if (__atomic_load_n(&vg_state.slot, __ATOMIC_ACQUIRE) >= 0) return true;
+  pthread_mutex_lock(&g_init_lock);
+  if (vg_state.slot < 0) {
+    int slot = vg_region_join(&vg_state.shm, (int32_t)getpid());
+    if (slot < 0) vg_error("region file %s has no free process slot", vg_state.shm.path);
+    __atomic_store_n(&vg_state.slot, slot, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_init_lock);
+  return vg_state.slot >= 0;
+}
+
+/* Writes this process's configured limits for ordinal into entry dev. A
+ * limit below what the container already uses is refused, not applied. */
+static void apply_limits_locked(int dev, int ordinal) {
+  struct vg_region *r = vg_region_of(&vg_state.shm);
+  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES) return;
+  if (vg_state.cfg.sm_set[ordinal] && r->dev[dev].sm_limit != vg_state.cfg.sm_limit[ordinal]) {
+    r->dev[dev].sm_limit = vg_state.cfg.sm_limit[ordinal];
+    __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
+  }
+  uint64_t want = vg_state.cfg.mem_limit[ordinal];
+  if (!vg_state.cfg.mem_set[ordinal] || r->dev[dev].mem_limit == want) return;
+  if (want != 0 && want < r->dev[dev].mem_used) {
+    char a[32], b[32];
+    vg_error(
+        "memory limit %s for CUDA device %d not applied: the container already uses %s "
+        "(the limit stays %s)",
+        vg_format_size(want, a, sizeof(a)), ordinal,
+        vg_format_size(r->dev[dev].mem_used, b, sizeof(b)),
+        r->dev[dev].mem_limit ? vg_format_size(r->dev[dev].mem_limit, b, sizeof(b)) : "unlimited");
+    return;
+  }
+  __atomic_store_n(&r->dev[dev].mem_limit, want, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
+}
+
+static int register_device(const char *uuid, uint64_t total, int ordinal) {
+  vg_region_lock(&vg_state.shm);
+  vg_region_reap_locked(&vg_state.shm);
+  int dev = vg_region_device_locked(&vg_state.shm, uuid, total);
+  if (dev >= 0) apply_limits_locked(dev, ordinal);
+  vg_region_unlock(&vg_state.shm);
+  if (dev < 0) vg_error("region file %s has no room for device %s", vg_state.shm.path, uuid);
+  return dev;
+}
+
+static void format_uuid(const CUuuid *u, char *out, size_t len) {
+  const unsigned char *b = (const unsigned char *)u->bytes;
+  snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
+}
+
+int vg_state_device(int ordinal) {
+  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready() || !joined()) return -1;
+  int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
+  if (dev >= 0) return dev;
+  CUuuid uuid;
+  size_t total = 0;
+  char text[VG_UUID_LEN];
+  if (VG_CU(cuDeviceGetUuid_v2, &uuid, (CUdevice)ordinal) != CUDA_SUCCESS) return -1;
+  if (VG_CU(cuDeviceTotalMem_v2, &total, (CUdevice)ordinal) != CUDA_SUCCESS) total = 0;
+  format_uuid(&uuid, text, sizeof(text));
+  dev = register_device(text, total, ordinal);
+  __atomic_store_n(&vg_state.dev_map[ordinal], dev, __ATOMIC_RELEASE);
+  return dev;
+}
+
+int vg_state_current_device(int *ordinal) {
+  CUdevice d;
+  if (VG_CU(cuCtxGetDevice, &d) != CUDA_SUCCESS) return -1;
+  *ordinal = (int)d;
+  return vg_state_device((int)d);
+}
+
+/* The CUDA ordinal an NVML device has in this process: its position in
+ * CUDA_VISIBLE_DEVICES (indices or GPU-UUID prefixes), or its NVML index
+ * when the variable is unset. -1 if CUDA cannot see it. */
+static int cuda_ordinal_of(const char *uuid, int nvml_index) {
+  const char *list = getenv("CUDA_VISIBLE_DEVICES");
+  if (list == NULL) return nvml_index;
+  int pos = 0;
+  for (const char *p = list; *p != '\0'; pos++) {
+    size_t n = strcspn(p, ",");
+    char item[VG_UUID_LEN];
+    snprintf(item, sizeof(item), "%.*s", (int)(n < sizeof(item) - 1 ? n : sizeof(item) - 1), p);
+    char *end;
+    long idx = strtol(item, &end, 10);
+    if (end != item && *end == '\0') {
+      if (idx == nvml_index) return pos;
+    } else if (strncmp(item, "GPU-", 4) == 0 && strncmp(uuid, item, strlen(item)) == 0) {
+      return pos;
+    } else {
+      return -1; /* the driver stops at an entry it cannot parse */
+    }
+    p += n;
+    if (*p == ',') p++;
+  }
+  return -1;
+}
+
+int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index) {
+  if (nvml_index < 0 || nvml_index >= VG_MAX_DEVICES || !vg_state_ready() || !joined()) return -1;
+  int dev = __atomic_load_n(&vg_state.nvml_map[nvml_index], __ATOMIC_ACQUIRE);
+  if (dev >= 0) return dev;
+  dev = register_device(uuid, mem_total, cuda_ordinal_of(uuid, nvml_index));
+  __atomic_store_n(&vg_state.nvml_map[nvml_index], dev, __ATOMIC_RELEASE);
+  return dev;
+}
+
+bool vg_state_reserve(int dev, uint64_t bytes) {
+  return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes);
+}
+
+void vg_state_release(int dev, uint64_t bytes) {
+  vg_region_release(&vg_state.shm, vg_state.slot, dev, bytes);
+}

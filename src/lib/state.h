@@ -1,0 +1,57 @@
+/*
+ * state.h -- what one process of a container knows: its configuration, the
+ * container's region file, its slot there, and which region entry each CUDA
+ * device ordinal maps to.
+ *
+ * Set up lazily by the first hook that needs it (no constructor: libvgpu is
+ * preloaded into every program of the container and must cost nothing to
+ * programs that never use a GPU). A forked child starts over with a slot of
+ * its own; CUDA state does not survive fork anyway.
+ */
+#ifndef VG_STATE_H
+#define VG_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "region.h"
+#include "shmfile.h"
+
+struct vg_state {
+  struct vg_config cfg;
+  bool config_ok;
+  char config_error[VG_ERR_MAX];
+  struct vg_shm shm;
+  int slot;                     /* -1 until joined */
+  int dev_map[VG_MAX_DEVICES];  /* CUDA ordinal -> region entry, -1 unknown */
+  int nvml_map[VG_MAX_DEVICES]; /* NVML index -> region entry, -1 unknown */
+};
+
+extern struct vg_state vg_state;
+
+/* Reads config and opens the region (once). Returns false if the config is
+ * malformed: callers must then refuse CUDA work. */
+bool vg_state_ready(void);
+
+/* Region entry for CUDA ordinal (registering the device and applying this
+ * process's limits on first use), or -1. */
+int vg_state_device(int ordinal);
+/* Region entry of the current context's device, or -1 (sets *ordinal). */
+int vg_state_current_device(int *ordinal);
+/* Region entry for a GPU known by UUID (NVML side); applies env limits for
+ * the CUDA ordinal the GPU has in this process, if any. */
+int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index);
+
+/* Charge and refund bytes on a region entry for this process. */
+bool vg_state_reserve(int dev, uint64_t bytes);
+void vg_state_release(int dev, uint64_t bytes);
+
+/* Device memory a driver allocation of size bytes occupies (2 MiB pages). */
+#define VG_ALLOC_GRANULE (2ULL << 20)
+static inline uint64_t vg_charge_bytes(uint64_t size) {
+  if (size > UINT64_MAX - (VG_ALLOC_GRANULE - 1)) return UINT64_MAX;
+  return (size + VG_ALLOC_GRANULE - 1) & ~(VG_ALLOC_GRANULE - 1);
+}
+
+#endif

@@ -1,0 +1,41 @@
+/* common.h -- shared helpers of the integration tests: run the probe under
+ * libvgpu on a fresh simulated GPU and read its JSON. */
+#ifndef VG_TEST_COMMON_H
+#define VG_TEST_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MiB (1024ULL * 1024ULL)
+
+/* A preloaded environment on a 4 GiB simulated GPU. */
+static inline void env_preloaded(struct vg_env *env) {
+  vg_env_init(env, true);
+  vg_env_set(env, "VGPU_SIM_MEMORY", "4g");
+}
+
+static inline unsigned long long json_num(const char *out, const char *key) {
+  unsigned long long v = 0;
+  if (!vg_json_u64(out, key, &v)) {
+    fail_msg("no \"%s\" in output: %s", key, out);
+  }
+  return v;
+}
+
+/* Runs build/tests/probe with up to 6 arguments. */
+static inline int run_probe(const struct vg_env *env, struct vg_run *run, const char *a,
+                            const char *b, const char *c, const char *d, const char *e) {
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, (char *)a, (char *)b, (char *)c, (char *)d, (char *)e, NULL};
+  return vg_run(env, argv, run);
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* test_bad_input.c -- malformed limits stop GPU work with a message naming
+ * the variable and the value; a foreign or corrupt region file is refused
+ * (and left untouched) while limits still hold for the process. */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static struct vg_run run;
+
+static void expect_refused(const char *name, const char *value, const char *reason) {
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, name, value);
+  run_probe(&env, &run, "alloc", "mem", "8m", "4", NULL);
+  assert_int_equal(run.status, 3); /* cuInit failed */
+  assert_int_equal(json_num(run.out, "rc"), 1);
+  char expect[256];
+  snprintf(expect, sizeof(expect), "%s=%s", name, value);
+  if (strstr(run.err, expect) == NULL || strstr(run.err, reason) == NULL)
+    fail_msg("stderr lacks '%s' / '%s': %s", expect, reason, run.err);
+  vg_env_cleanup(&env);
+}
+
+static void test_letters(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT", "abc", "must start with a digit");
+}
+static void test_negative(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT_0", "-5", "must start with a digit");
+}
+static void test_bad_unit(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT", "1Gx", "unknown unit 'Gx'");
+}
+static void test_overflow(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT", "99999999999999999999", "too large");
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT", "17179869184g", "too large");
+}
+static void test_sm_range(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_SM_LIMIT", "101", "0 to 100");
+}
+static void test_bad_index(void **s) {
+  (void)s;
+  expect_refused("CUDA_DEVICE_MEMORY_LIMIT_x", "1g", "device index");
+}
+
+static void write_file(const char *path, const char *text, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text, len), (ssize_t)len);
+  close(fd);
+}
+
+static void test_foreign_region_file(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  const char text[] = "precious data that is not a region file\n";
+  write_file(env.cache, text, sizeof(text) - 1);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "64m");
+  run_probe(&env, &run, "alloc", "mem", "8m", "100", NULL);
+  assert_non_null(strstr(run.err, "not a vgpu region file"));
+  assert_int_equal(json_num(run.out, "allocated"), 8); /* still limited, per process */
+  char back[128] = {0};
+  int fd = open(env.cache, O_RDONLY);
+  assert_int_equal(read(fd, back, sizeof(back)), (ssize_t)(sizeof(text) - 1));
+  close(fd);
+  assert_string_equal(back, text);
+  vg_env_cleanup(&env);
+}
+
+static void test_corrupt_same_size(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "64m");
+  run_probe(&env, &run, "alloc", "mem", "8m", "1", NULL); /* creates the file */
+  int fd = open(env.cache, O_WRONLY);
+  assert_int_equal(pwrite(fd, "garbage!", 8, 0), 8); /* smash the magic */
+  close(fd);
+  run_probe(&env, &run, "alloc", "mem", "8m", "100", NULL);
+  assert_non_null(strstr(run.err, "not a vgpu region file"));
+  assert_int_equal(json_num(run.out, "allocated"), 8);
+  vg_env_cleanup(&env);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_letters),
+      cmocka_unit_test(test_negative),
+      cmocka_unit_test(test_bad_unit),
+      cmocka_unit_test(test_overflow),
+      cmocka_unit_test(test_sm_range),
+      cmocka_unit_test(test_bad_index),
+      cmocka_unit_test(test_foreign_region_file),
+      cmocka_unit_test(test_corrupt_same_size),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

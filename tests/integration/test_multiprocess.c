@@ -1,0 +1,156 @@
+/* test_multiprocess.c -- one budget for all processes of a container:
+ * racing processes never pass the limit together, a SIGKILLed process gives
+ * its memory back, and a process started with a new limit changes it for
+ * everybody without a new region file. */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static struct vg_run run;
+
+/* Reads device 0's mem_used (and mem_limit) from `vgpu status --json`. */
+static unsigned long long region_used(const struct vg_env *env, unsigned long long *limit) {
+  struct vg_run st;
+  char vgpu[512];
+  snprintf(vgpu, sizeof(vgpu), "%s", vg_build_path("bin/vgpu"));
+  char *argv[] = {vgpu, "status", "--json", NULL};
+  if (vg_run(env, argv, &st) != 0) return ~0ULL;
+  char *procs = strstr(st.out, "\"processes\"");
+  if (procs != NULL) *procs = '\0'; /* keep the devices part only */
+  unsigned long long used = ~0ULL;
+  vg_json_u64(st.out, "mem_used", &used);
+  if (limit != NULL && !vg_json_u64(st.out, "mem_limit", limit)) *limit = ~0ULL;
+  return used;
+}
+
+static void wait_used(const struct vg_env *env, unsigned long long want) {
+  for (int i = 0; i < 400 && region_used(env, NULL) != want; i++) usleep(25000);
+  assert_int_equal(region_used(env, NULL), want);
+}
+
+static void test_race_never_exceeds(void **s) {
+  (void)s;
+  enum { N = 8 };
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "400m");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "alloc", "mem", "2m", "1000", "2", NULL};
+  pid_t pids[N];
+  for (int i = 0; i < N; i++) pids[i] = vg_spawn(&env, argv);
+  for (int i = 0; i < N; i++) assert_int_equal(vg_wait(pids[i]), 0);
+  unsigned long long total = 0;
+  for (int i = 0; i < N; i++) {
+    char out[4096];
+    vg_spawn_output(&env, pids[i], out, sizeof(out));
+    total += json_num(out, "holding");
+  }
+  /* All held at once: together exactly the limit, never more. */
+  assert_int_equal(total * 2, 400);
+  vg_env_cleanup(&env);
+}
+
+static void test_sigkill_returns_memory(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "200m");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "hold", "150m", "60", NULL};
+  pid_t pid = vg_spawn(&env, argv);
+  wait_used(&env, 150 * MiB);
+  kill(pid, SIGKILL);
+  assert_int_equal(vg_wait(pid), 128 + SIGKILL);
+  run_probe(&env, &run, "alloc", "mem", "10m", "100", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 20);
+  vg_env_cleanup(&env);
+}
+
+static void test_new_limit_without_new_file(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_0", "200m");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "alloc", "mem", "10m", "1000", "30", NULL};
+  pid_t first = vg_spawn(&env, argv);
+  wait_used(&env, 200 * MiB);
+  /* Seed 000 without the rename: same region file, a larger limit. */
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_0", "300m");
+  run_probe(&env, &run, "alloc", "mem", "10m", "1000", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 10); /* the extra 100 MiB */
+  assert_int_equal(json_num(run.out, "total"), 300 * MiB);
+  kill(first, SIGKILL);
+  vg_wait(first);
+  vg_env_cleanup(&env);
+}
+
+static void test_lower_limit_below_use_refused(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "200m");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "hold", "150m", "30", NULL};
+  pid_t first = vg_spawn(&env, argv);
+  wait_used(&env, 150 * MiB);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "100m");
+  run_probe(&env, &run, "alloc", "mem", "10m", "1000", NULL);
+  assert_non_null(strstr(run.err, "not applied"));
+  assert_int_equal(json_num(run.out, "allocated"), 5); /* 200 - 150 */
+  unsigned long long limit = 0;
+  region_used(&env, &limit);
+  assert_int_equal(limit, 200 * MiB);
+  kill(first, SIGKILL);
+  vg_wait(first);
+  vg_env_cleanup(&env);
+}
+
+static void test_neighbours_never_hit_driver_oom(void **s) {
+  (void)s;
+  /* Two containers on a 1 GiB GPU whose contexts cost 100 MiB each: with
+   * limits that leave room for the contexts, both reach their limit and
+   * stop with our OOM, not the driver's. */
+  struct vg_env a, b;
+  env_preloaded(&a);
+  vg_env_set(&a, "VGPU_SIM_MEMORY", "1g");
+  vg_env_set(&a, "VGPU_SIM_CONTEXT_MEM", "100m");
+  vg_env_set(&a, "CUDA_DEVICE_MEMORY_LIMIT", "412m");
+  b = a;
+  for (int i = 0; i < a.nvars; i++) b.vars[i] = strdup(a.vars[i]);
+  char cache_b[400];
+  snprintf(cache_b, sizeof(cache_b), "%s/region-b.cache", a.dir);
+  vg_env_set(&b, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache_b);
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "alloc", "mem", "4m", "1000", "2", NULL};
+  pid_t pa = vg_spawn(&a, argv), pb = vg_spawn(&b, argv);
+  assert_int_equal(vg_wait(pa), 0);
+  assert_int_equal(vg_wait(pb), 0);
+  char out[4096];
+  vg_spawn_output(&a, pa, out, sizeof(out));
+  assert_int_equal(json_num(out, "holding"), 103);
+  assert_int_equal(json_num(out, "last_rc"), 2); /* our OOM at the limit */
+  vg_spawn_output(&b, pb, out, sizeof(out));
+  assert_int_equal(json_num(out, "holding"), 103);
+  assert_int_equal(json_num(out, "last_rc"), 2);
+  for (int i = 0; i < b.nvars; i++) free(b.vars[i]);
+  vg_env_cleanup(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_race_never_exceeds),
+      cmocka_unit_test(test_sigkill_returns_memory),
+      cmocka_unit_test(test_new_limit_without_new_file),
+      cmocka_unit_test(test_lower_limit_below_use_refused),
+      cmocka_unit_test(test_neighbours_never_hit_driver_oom),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,232 @@
+/*
+ * probe.c -- a small CUDA driver-API program the integration tests run under
+ * libvgpu. Each subcommand does one thing and prints one JSON line, so a test
+ * can assert on numbers rather than on text.
+ *
+ *   probe alloc KIND SIZE COUNT [HOLD]  allocate up to COUNT objects, report, (hold
+ *                                 HOLD seconds,) free, report
+ *   probe hold SIZE SECONDS       allocate SIZE, print "held", sleep
+ *   probe meminfo                 CUDA and NVML views of memory
+ *   probe dl SIZE COUNT           the same as alloc mem, through dlopen + dlsym
+ *   probe gpa SIZE COUNT          through cuGetProcAddress, with variant checks
+ *   probe freebad                 cuMemFree of a pointer nobody allocated
+ * KIND: mem pitch managed async pool vmm array array3d mipmap
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_abi.h"
+#include "nvml_abi.h"
+#include "size.h"
+
+#define MAX_OBJECTS 4096
+
+static void fail(const char *what, CUresult rc) {
+  printf("{\"error\":\"%s\",\"rc\":%d}\n", what, (int)rc);
+  exit(3);
+}
+
+static void setup(void) {
+  CUcontext ctx;
+  CUresult rc = cuInit(0);
+  if (rc != CUDA_SUCCESS) fail("cuInit", rc);
+  if ((rc = cuDevicePrimaryCtxRetain(&ctx, 0)) != CUDA_SUCCESS) fail("retain", rc);
+  if ((rc = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) fail("setcurrent", rc);
+}
+
+static size_t arg_size(const char *s) {
+  uint64_t v;
+  struct vg_err err;
+  if (vg_parse_size(s, &v, &err) != 0) {
+    fprintf(stderr, "probe: %s\n", err.msg);
+    exit(2);
+  }
+  return (size_t)v;
+}
+
+struct object {
+  unsigned long long value;
+};
+
+static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
+  CUdeviceptr p = 0;
+  CUresult rc;
+  if (strcmp(kind, "mem") == 0)
+    rc = cuMemAlloc_v2(&p, size);
+  else if (strcmp(kind, "pitch") == 0) {
+    size_t pitch;
+    rc = cuMemAllocPitch_v2(&p, &pitch, size / 64, 64, 4);
+  } else if (strcmp(kind, "managed") == 0)
+    rc = cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
+  else if (strcmp(kind, "async") == 0)
+    rc = cuMemAllocAsync(&p, size, NULL);
+  else if (strcmp(kind, "pool") == 0) {
+    CUmemoryPool pool;
+    rc = cuDeviceGetDefaultMemPool(&pool, 0);
+    if (rc == CUDA_SUCCESS) rc = cuMemAllocFromPoolAsync(&p, size, pool, NULL);
+  } else if (strcmp(kind, "vmm") == 0) {
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemGenericAllocationHandle h = 0;
+    rc = cuMemCreate(&h, size, &prop, 0);
+    p = h;
+  } else if (strcmp(kind, "array") == 0) {
+    CUDA_ARRAY_DESCRIPTOR d = {
+        .Width = size / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray a = NULL;
+    rc = cuArrayCreate_v2(&a, &d);
+    p = (CUdeviceptr)(uintptr_t)a;
+  } else if (strcmp(kind, "array3d") == 0) {
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 256,
+                                 .Height = 256,
+                                 .Depth = size / 4 / 65536,
+                                 .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+                                 .NumChannels = 4};
+    CUarray a = NULL;
+    rc = cuArray3DCreate_v2(&a, &d);
+    p = (CUdeviceptr)(uintptr_t)a;
+  } else if (strcmp(kind, "mipmap") == 0) {
+    CUDA_ARRAY3D_DESCRIPTOR d = {
+        .Width = 1024, .Height = size / 4 / 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUmipmappedArray m = NULL;
+    rc = cuMipmappedArrayCreate(&m, &d, 1);
+    p = (CUdeviceptr)(uintptr_t)m;
+  } else {
+    fprintf(stderr, "probe: unknown kind %s\n", kind);
+    exit(2);
+  }
+  o->value = p;
+  return rc;
+}
+
+static CUresult free_one(const char *kind, struct object *o) {
+  if (strcmp(kind, "async") == 0 || strcmp(kind, "pool") == 0)
+    return cuMemFreeAsync(o->value, NULL);
+  if (strcmp(kind, "vmm") == 0) return cuMemRelease(o->value);
+  if (strncmp(kind, "array", 5) == 0) return cuArrayDestroy((CUarray)(uintptr_t)o->value);
+  if (strcmp(kind, "mipmap") == 0)
+    return cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)o->value);
+  return cuMemFree_v2(o->value);
+}
+
+static int cmd_alloc(const char *kind, size_t size, int count, int hold) {
+  static struct object objs[MAX_OBJECTS];
+  setup();
+  int n = 0;
+  CUresult rc = CUDA_SUCCESS;
+  while (n < count && n < MAX_OBJECTS && (rc = alloc_one(kind, size, &objs[n])) == CUDA_SUCCESS)
+    n++;
+  size_t free_b = 0, total_b = 0, free_after = 0;
+  cuMemGetInfo_v2(&free_b, &total_b);
+  if (hold > 0) {
+    printf("{\"holding\":%d}\n", n);
+    fflush(stdout);
+    sleep((unsigned)hold);
+  }
+  CUresult frc = CUDA_SUCCESS;
+  for (int i = 0; i < n; i++) {
+    CUresult r = free_one(kind, &objs[i]);
+    if (r != CUDA_SUCCESS) frc = r;
+  }
+  cuCtxSynchronize();
+  cuMemGetInfo_v2(&free_after, &total_b);
+  printf(
+      "{\"kind\":\"%s\",\"allocated\":%d,\"last_rc\":%d,\"free\":%zu,\"total\":%zu,"
+      "\"free_rc\":%d,\"free_after\":%zu}\n",
+      kind, n, (int)rc, free_b, total_b, (int)frc, free_after);
+  return 0;
+}
+
+static int cmd_hold(size_t size, int seconds) {
+  setup();
+  CUdeviceptr p;
+  CUresult rc = cuMemAlloc_v2(&p, size);
+  printf("{\"held_rc\":%d}\n", (int)rc);
+  fflush(stdout);
+  sleep((unsigned)seconds);
+  return 0;
+}
+
+static int cmd_meminfo(void) {
+  setup();
+  size_t free_b = 0, total_b = 0, dev_total = 0;
+  CUresult rc = cuMemGetInfo_v2(&free_b, &total_b);
+  cuDeviceTotalMem_v2(&dev_total, 0);
+  nvmlDevice_t d;
+  nvmlMemory_t m1 = {0};
+  nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+  nvmlInit_v2();
+  nvmlDeviceGetHandleByIndex_v2(0, &d);
+  nvmlReturn_t r1 = nvmlDeviceGetMemoryInfo(d, &m1);
+  nvmlReturn_t r2 = nvmlDeviceGetMemoryInfo_v2(d, &m2);
+  printf(
+      "{\"rc\":%d,\"free\":%zu,\"total\":%zu,\"device_total\":%zu,\"nvml_rc\":%d,"
+      "\"nvml_total\":%llu,\"nvml_used\":%llu,\"nvml_free\":%llu,\"nvml2_rc\":%d,"
+      "\"nvml2_total\":%llu,\"nvml2_used\":%llu,\"nvml2_free\":%llu}\n",
+      (int)rc, free_b, total_b, dev_total, (int)r1, m1.total, m1.used, m1.free, (int)r2, m2.total,
+      m2.used, m2.free);
+  return 0;
+}
+
+/* The dlopen + dlsym path, as frameworks that load the driver lazily do. */
+static int cmd_dl(size_t size, int count) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (lib == NULL) return 4;
+  __typeof__(cuMemAlloc_v2) *alloc = (__typeof__(alloc))dlsym(lib, "cuMemAlloc_v2");
+  __typeof__(cuMemGetInfo_v2) *info = (__typeof__(info))dlsym(lib, "cuMemGetInfo_v2");
+  setup();
+  int n = 0;
+  CUresult rc = CUDA_SUCCESS;
+  CUdeviceptr p;
+  while (n < count && (rc = alloc(&p, size)) == CUDA_SUCCESS) n++;
+  size_t free_b = 0, total_b = 0;
+  info(&free_b, &total_b);
+  printf("{\"allocated\":%d,\"last_rc\":%d,\"total\":%zu,\"hooked\":%s}\n", n, (int)rc, total_b,
+         (void *)alloc == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") ? "true" : "false");
+  return 0;
+}
+
+/* The cuGetProcAddress path, as the CUDA runtime (>= 11.3) does. */
+static int cmd_gpa(size_t size, int count) {
+  void *fn = NULL, *ptsz = NULL, *legacy = NULL;
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS, st_old = 0;
+  setup();
+  CUresult rc = cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 0, &st);
+  if (rc != CUDA_SUCCESS) fail("cuGetProcAddress_v2", rc);
+  cuGetProcAddress_v2("cuMemAllocAsync", &ptsz, 12000,
+                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+  CUresult rc_old = cuGetProcAddress_v2("cuMemAlloc", &legacy, 3010, 0, &st_old);
+  __typeof__(cuMemAlloc_v2) *alloc = (__typeof__(alloc))fn;
+  int n = 0;
+  CUdeviceptr p;
+  while (n < count && (rc = alloc(&p, size)) == CUDA_SUCCESS) n++;
+  printf(
+      "{\"allocated\":%d,\"last_rc\":%d,\"is_hook\":%s,\"ptsz_is_hook\":%s,"
+      "\"old_rc\":%d,\"old_status\":%d}\n",
+      n, (int)rc, fn == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") ? "true" : "false",
+      ptsz == dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz") ? "true" : "false", (int)rc_old,
+      (int)st_old);
+  return 0;
+}
+
+static int cmd_freebad(void) {
+  setup();
+  CUresult rc = cuMemFree_v2((CUdeviceptr)0x1234500ULL);
+  printf("{\"rc\":%d}\n", (int)rc);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 5 && strcmp(argv[1], "alloc") == 0)
+    return cmd_alloc(argv[2], arg_size(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
+  if (argc >= 4 && strcmp(argv[1], "hold") == 0) return cmd_hold(arg_size(argv[2]), atoi(argv[3]));
+  if (argc >= 2 && strcmp(argv[1], "meminfo") == 0) return cmd_meminfo();
+  if (argc >= 4 && strcmp(argv[1], "dl") == 0) return cmd_dl(arg_size(argv[2]), atoi(argv[3]));
+  if (argc >= 4 && strcmp(argv[1], "gpa") == 0) return cmd_gpa(arg_size(argv[2]), atoi(argv[3]));
+  if (argc >= 2 && strcmp(argv[1], "freebad") == 0) return cmd_freebad();
+  fprintf(stderr, "usage: probe alloc|hold|meminfo|dl|gpa|freebad ...\n");
+  return 2;
+}

@@ -1,0 +1,84 @@
+/* test_config.c -- limits from the environment: precedence and errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "config.h"
+
+static void test_precedence(void **s) {
+  (void)s;
+  char *env[] = {"CUDA_DEVICE_MEMORY_LIMIT_1=1g",
+                 "CUDA_DEVICE_MEMORY_LIMIT=300m",
+                 "CUDA_DEVICE_SM_LIMIT=30",
+                 "CUDA_DEVICE_SM_LIMIT_2=0",
+                 "CUDA_DEVICE_MEMORY_SHARED_CACHE=/x/d.cache",
+                 "OTHER=1",
+                 NULL};
+  struct vg_config cfg;
+  struct vg_err err;
+  assert_int_equal(vg_config_load(&cfg, env, &err), 0);
+  assert_true(cfg.mem_set[0]);
+  assert_int_equal(cfg.mem_limit[0], 300ULL << 20);
+  assert_int_equal(cfg.mem_limit[1], 1ULL << 30);
+  assert_int_equal(cfg.mem_limit[15], 300ULL << 20);
+  assert_int_equal(cfg.sm_limit[0], 30);
+  assert_int_equal(cfg.sm_limit[2], 0);
+  assert_true(cfg.sm_set[2]);
+  assert_string_equal(cfg.region_path, "/x/d.cache");
+}
+
+static void test_defaults(void **s) {
+  (void)s;
+  char *env[] = {"PATH=/bin", NULL};
+  struct vg_config cfg;
+  struct vg_err err;
+  assert_int_equal(vg_config_load(&cfg, env, &err), 0);
+  assert_false(cfg.mem_set[0]);
+  assert_false(cfg.refuse_managed);
+  assert_string_equal(cfg.region_path, VG_DEFAULT_REGION_PATH);
+}
+
+static void bad(char *entry, const char *reason) {
+  char *env[] = {entry, NULL};
+  struct vg_config cfg;
+  struct vg_err err;
+  assert_int_equal(vg_config_load(&cfg, env, &err), -1);
+  size_t name = strcspn(entry, "=");
+  if (strncmp(err.msg, entry, name) != 0 || strstr(err.msg, reason) == NULL)
+    fail_msg("%s: message '%s'", entry, err.msg);
+}
+
+static void test_errors(void **s) {
+  (void)s;
+  bad("CUDA_DEVICE_MEMORY_LIMIT=abc", "start with a digit");
+  bad("CUDA_DEVICE_MEMORY_LIMIT_3=1Gx", "unknown unit");
+  bad("CUDA_DEVICE_MEMORY_LIMIT_16=1g", "device index");
+  bad("CUDA_DEVICE_MEMORY_LIMIT_=1g", "device index");
+  bad("CUDA_DEVICE_MEMORY_LIMIT_0x=1g", "device index");
+  bad("CUDA_DEVICE_SM_LIMIT=abc", "0 to 100");
+  bad("CUDA_DEVICE_SM_LIMIT_1=200", "0 to 100");
+  bad("VGPU_MANAGED_MEMORY=maybe", "'count' or 'refuse'");
+  bad("CUDA_DEVICE_MEMORY_LIMIT=", "empty");
+}
+
+static void test_managed_switch(void **s) {
+  (void)s;
+  char *env[] = {"VGPU_MANAGED_MEMORY=refuse", NULL};
+  struct vg_config cfg;
+  struct vg_err err;
+  assert_int_equal(vg_config_load(&cfg, env, &err), 0);
+  assert_true(cfg.refuse_managed);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_managed_switch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
