@@ -1,0 +1,202 @@
+/*
+ * options.c -- parsing vgpu-burn's command line (see options.h).
+ *
+ * getopt_long does the splitting ("--alloc 1g" and "--alloc=1g" both work);
+ * one small parser per value type does the checking, so each option's rules
+ * are stated once: sizes through vg_parse_size, durations as positive finite
+ * decimals, counts as whole numbers in range.
+ */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "size.h"
+
+static const char g_usage[] =
+    "usage: vgpu-burn [OPTIONS]\n"
+    "\n"
+    "A GPU workload that uses only the CUDA driver API (libcuda.so.1), with its\n"
+    "kernel embedded as PTX. Runs on a real NVIDIA driver and on vgpu's simulator\n"
+    "(LD_LIBRARY_PATH=build/sim).\n"
+    "\n"
+    "Memory:\n"
+    "  --alloc SIZE     allocate with cuMemAlloc in chunks until SIZE in total or\n"
+    "                   until CUDA_ERROR_OUT_OF_MEMORY; print the amount reached\n"
+    "  --chunk SIZE     bytes per cuMemAlloc call (default 16m)\n"
+    "  --touch          write every chunk with cuMemsetD8\n"
+    "  --hold SECONDS   keep the allocations this long before freeing them\n"
+    "                   (another process can observe the usage meanwhile)\n"
+    "  --meminfo        print cuMemGetInfo (free/total) and cuDeviceTotalMem\n"
+    "\n"
+    "Compute:\n"
+    "  --seconds N      launch the FMA kernel repeatedly for N seconds (fractions\n"
+    "                   allowed) on one stream and print kernels/s\n"
+    "  --iters N        loop iterations inside the kernel (default 1000)\n"
+    "  --grid B         blocks per launch (default: SM count x 4)\n"
+    "  --block T        threads per block (default 256, at most 1024)\n"
+    "\n"
+    "General:\n"
+    "  --device N       CUDA device ordinal (default 0)\n"
+    "  --json           print one JSON object on the last line: allocated_bytes,\n"
+    "                   chunks, oom, kernels, kernels_per_s, seconds, mem_free,\n"
+    "                   mem_total, device_total, ...\n"
+    "  -h, --help       show this text\n"
+    "\n"
+    "SIZE: a bare number is bytes; k/m/g/t and Ki/Mi/Gi/Ti are binary multiples\n"
+    "(300m = 300 MiB); KB/MB/GB/TB are decimal; 1.5g is allowed.\n"
+    "Without --alloc, --seconds or --hold, vgpu-burn prints the memory info.\n"
+    "\n"
+    "Exit status: 0 on success (an out-of-memory stop of --alloc is a success),\n"
+    "1 when a CUDA call fails otherwise, 2 on a bad command line.\n";
+
+enum {
+  OPT_ALLOC = 256,
+  OPT_CHUNK,
+  OPT_TOUCH,
+  OPT_HOLD,
+  OPT_MEMINFO,
+  OPT_SECONDS,
+  OPT_ITERS,
+  OPT_GRID,
+  OPT_BLOCK,
+  OPT_DEVICE,
+  OPT_JSON
+};
+
+static const struct option g_long_opts[] = {
+    {"alloc", required_argument, NULL, OPT_ALLOC},
+    {"chunk", required_argument, NULL, OPT_CHUNK},
+    {"touch", no_argument, NULL, OPT_TOUCH},
+    {"hold", required_argument, NULL, OPT_HOLD},
+    {"meminfo", no_argument, NULL, OPT_MEMINFO},
+    {"seconds", required_argument, NULL, OPT_SECONDS},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"grid", required_argument, NULL, OPT_GRID},
+    {"block", required_argument, NULL, OPT_BLOCK},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int bad_value(const char *opt, const char *value, const char *why) {
+  fprintf(stderr, "vgpu-burn: --%s: invalid value '%s': %s\n", opt, value, why);
+  return -1;
+}
+
+static int parse_size_opt(const char *opt, const char *value, uint64_t *out) {
+  struct vg_err err;
+  if (vg_parse_size(value, out, &err) != 0) {
+    fprintf(stderr, "vgpu-burn: --%s: %s\n", opt, err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* A duration in seconds: a finite decimal, >= min_s, at most ten years. */
+static int parse_seconds_opt(const char *opt, const char *value, double min_s, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (*value == '\0' || end == value || *end != '\0' || errno != 0 || !isfinite(v))
+    return bad_value(opt, value, "expected a number of seconds such as 2 or 0.5");
+  if (v < min_s || (min_s == 0.0 && v < 0.0))
+    return bad_value(opt, value, min_s > 0.0 ? "must be more than 0" : "must not be negative");
+  if (v > 315360000.0) return bad_value(opt, value, "too long (at most ten years)");
+  *out = v;
+  return 0;
+}
+
+/* A whole decimal number in [lo, hi]. */
+static int parse_uint_opt(const char *opt, const char *value, unsigned long lo, unsigned long hi,
+                          unsigned long *out) {
+  if (value[0] < '0' || value[0] > '9') return bad_value(opt, value, "expected a whole number");
+  char *end = NULL;
+  errno = 0;
+  unsigned long v = strtoul(value, &end, 10);
+  if (*end != '\0') return bad_value(opt, value, "expected a whole number");
+  if (errno != 0 || v < lo || v > hi) {
+    char why[96];
+    snprintf(why, sizeof(why), "out of range (%lu to %lu)", lo, hi);
+    return bad_value(opt, value, why);
+  }
+  *out = v;
+  return 0;
+}
+
+static void set_defaults(struct burn_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->chunk_bytes = BURN_DEFAULT_CHUNK;
+  o->iters = BURN_DEFAULT_ITERS;
+}
+
+/* Applies one parsed option; returns 0 or -1 after printing why. */
+static int apply_option(int c, const char *arg, struct burn_opts *o) {
+  unsigned long v = 0;
+  int rc = 0;
+  switch (c) {
+    case OPT_ALLOC:
+      o->do_alloc = 1;
+      return parse_size_opt("alloc", arg, &o->alloc_bytes);
+    case OPT_CHUNK:
+      if (parse_size_opt("chunk", arg, &o->chunk_bytes) != 0) return -1;
+      return o->chunk_bytes == 0 ? bad_value("chunk", arg, "must be more than 0") : 0;
+    case OPT_TOUCH:
+      o->touch = 1;
+      return 0;
+    case OPT_HOLD:
+      return parse_seconds_opt("hold", arg, 0.0, &o->hold_s);
+    case OPT_MEMINFO:
+      o->meminfo = 1;
+      return 0;
+    case OPT_SECONDS:
+      return parse_seconds_opt("seconds", arg, 1e-9, &o->seconds);
+    case OPT_ITERS:
+      rc = parse_uint_opt("iters", arg, 0, 0xffffffffUL, &v);
+      o->iters = (unsigned)v;
+      return rc;
+    case OPT_GRID:
+      rc = parse_uint_opt("grid", arg, 1, 0x7fffffffUL, &v);
+      o->grid = (unsigned)v;
+      return rc;
+    case OPT_BLOCK:
+      rc = parse_uint_opt("block", arg, 1, BURN_MAX_BLOCK, &v);
+      o->block = (unsigned)v;
+      return rc;
+    case OPT_DEVICE:
+      rc = parse_uint_opt("device", arg, 0, 1023, &v);
+      o->device = (int)v;
+      return rc;
+    case OPT_JSON:
+      o->json = 1;
+      return 0;
+    default:
+      return -1; /* getopt_long already printed the problem */
+  }
+}
+
+enum burn_parse_result burn_parse_options(int argc, char **argv, struct burn_opts *o) {
+  set_defaults(o);
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "h", g_long_opts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(g_usage, stdout);
+      return BURN_PARSE_HELP;
+    }
+    if (apply_option(c, optarg, o) != 0) {
+      fputs("vgpu-burn: try 'vgpu-burn --help'\n", stderr);
+      return BURN_PARSE_ERROR;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "vgpu-burn: unexpected argument '%s'; try 'vgpu-burn --help'\n", argv[optind]);
+    return BURN_PARSE_ERROR;
+  }
+  return BURN_PARSE_OK;
+}

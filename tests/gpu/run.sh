@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh -- libvgpu's memory isolation on a real NVIDIA GPU.
+#
+# The same checks the simulator-based tests make, against NVIDIA's own
+# driver: build/bin/vgpu-burn (driver API, embedded PTX), PyTorch, CuPy and
+# nvidia-smi, each run with LD_PRELOAD=build/lib/libvgpu.so and a fresh
+# region file (CUDA_DEVICE_MEMORY_SHARED_CACHE). Every check prints PASS or
+# FAIL with what it measured; the last line is "N passed, N failed".
+#
+# Without a GPU (CI) it prints SKIP and exits 0. Checks whose tool is absent
+# (PyTorch, CuPy) print SKIP and count neither way.
+#
+# usage: bash tests/gpu/run.sh        (after make; env VGPU_BUILD_DIR, default build)
+
+set -uo pipefail
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1 ||
+  ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP: no NVIDIA GPU (nvidia-smi not found or no devices)"
+  exit 0
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${VGPU_BUILD_DIR:-$root/build}
+burn=$build/bin/vgpu-burn
+lib=$build/lib/libvgpu.so
+for f in "$burn" "$lib"; do
+  if [ ! -e "$f" ]; then
+    echo "FAIL: $f is missing; run 'make' first"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
+
+# The real driver only: drop the simulator (any */sim directory holding a
+# libcuda.so.1, such as build/sim) from LD_LIBRARY_PATH, and any limit or
+# simulator setting inherited from the caller's shell.
+clean_ld_path=
+IFS=: read -r -a ld_entries <<<"${LD_LIBRARY_PATH:-}"
+for d in "${ld_entries[@]}"; do
+  [ -n "$d" ] || continue
+  case "${d%/}" in */sim) [ -e "$d/libcuda.so.1" ] && continue ;; esac
+  clean_ld_path=${clean_ld_path:+$clean_ld_path:}$d
+done
+if [ -n "$clean_ld_path" ]; then export LD_LIBRARY_PATH="$clean_ld_path"; else unset LD_LIBRARY_PATH; fi
+while IFS= read -r var; do
+  case "$var" in
+    CUDA_DEVICE_MEMORY_LIMIT* | CUDA_DEVICE_SM_LIMIT* | CUDA_DEVICE_MEMORY_SHARED_CACHE | VGPU_SIM_* | LD_PRELOAD) unset "$var" ;;
+  esac
+done < <(compgen -e)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-gpu-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+MiB=$((1 << 20))
+GiB=$((1 << 30))
+passed=0
+failed=0
+skipped=0
+
+pass() { echo "PASS: $*"; passed=$((passed + 1)); }
+skip() { echo "SKIP: $*"; skipped=$((skipped + 1)); }
+fail() {
+  echo "FAIL: $1"
+  failed=$((failed + 1))
+  if [ -n "${2:-}" ] && [ -s "$2" ]; then sed 's/^/      | /' "$2" | head -n 20; fi
+}
+mib() { awk -v b="$1" 'BEGIN { printf (b % 1048576 ? "%.1f MiB" : "%d MiB"), b / 1048576 }'; }
+
+# json_num FILE KEY / json_bool FILE KEY: a value from FILE's last line.
+json_num() { tail -n 1 "$1" | sed -n "s/.*\"$2\": *\([0-9.eE+-]*\).*/\1/p"; }
+json_bool() { tail -n 1 "$1" | sed -n "s/.*\"$2\": *\(true\|false\).*/\1/p"; }
+
+# limited CACHE VAR=VALUE... -- CMD... : CMD under the preload with a region file.
+limited() {
+  local cache=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" "${envs[@]}" "$@"
+}
+
+echo "vgpu GPU tests: $(nvidia-smi -L | head -n 1)"
+driver=$(ldd "$burn" | awk '/libcuda.so.1/ { print $3 }')
+echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1): vgpu-burn uses ${driver:-no libcuda.so.1}"
+case "$driver" in
+  "" | "not" | */sim/libcuda.so.1)
+    echo "FAIL: vgpu-burn does not resolve libcuda.so.1 to NVIDIA's driver (got '${driver:-nothing}')"
+    echo "0 passed, 1 failed"
+    exit 1
+    ;;
+esac
+
+# 1. A 1 GiB limit stops vgpu-burn at 1 GiB, with the virtual view.
+check_limit() {
+  local out=$tmp/c1.out
+  limited "$tmp/c1.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- \
+    "$burn" --alloc 4g --chunk 64m --json >"$out" 2>"$out.err"
+  local rc=$? a o mt dt
+  a=$(json_num "$out" allocated_bytes) o=$(json_bool "$out" oom)
+  mt=$(json_num "$out" mem_total) dt=$(json_num "$out" device_total)
+  local what
+  what="limit 1g: allocated $(mib "${a:-0}") (oom ${o:-?}), cuMemGetInfo total $(mib "${mt:-0}"), cuDeviceTotalMem $(mib "${dt:-0}")"
+  if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" -le $GiB ] && [ "$a" -ge $((GiB - 64 * MiB)) ] &&
+    [ "$o" = true ] && [ "$mt" = $GiB ] && [ "$dt" = $GiB ]; then
+    pass "1 $what"
+  else
+    fail "1 $what (want 960..1024 MiB, oom true, totals 1024 MiB; exit $rc)" "$out.err"
+  fi
+}
+
+# 2. A second process with CUDA_DEVICE_MEMORY_LIMIT_0 raises the same region's limit.
+check_raise() {
+  local out=$tmp/c2.out
+  limited "$tmp/c1.cache" CUDA_DEVICE_MEMORY_LIMIT_0=1536m -- \
+    "$burn" --alloc 4g --chunk 64m --json >"$out" 2>"$out.err"
+  local rc=$? a o mt
+  a=$(json_num "$out" allocated_bytes) o=$(json_bool "$out" oom) mt=$(json_num "$out" mem_total)
+  local what
+  what="limit raised to 1536m on the same region: allocated $(mib "${a:-0}") (oom ${o:-?}), total $(mib "${mt:-0}")"
+  if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" -le $((1536 * MiB)) ] &&
+    [ "$a" -ge $((1472 * MiB)) ] && [ "$o" = true ] && [ "$mt" = $((1536 * MiB)) ]; then
+    pass "2 $what"
+  else
+    fail "2 $what (want 1472..1536 MiB, total 1536 MiB; exit $rc)" "$out.err"
+  fi
+}
+
+# race N LIMIT EACH CHUNK HOLD TAG: N processes on one region, each asking
+# for EACH; prints the sum of what they got, or "error".
+race() {
+  local n=$1 limit=$2 each=$3 chunk=$4 hold=$5 tag=$6 i pids=() sum=0 a
+  for ((i = 0; i < n; i++)); do
+    limited "$tmp/$tag.cache" CUDA_DEVICE_MEMORY_LIMIT="$limit" -- \
+      "$burn" --alloc "$each" --chunk "$chunk" --hold "$hold" --json \
+      >"$tmp/$tag.$i.out" 2>"$tmp/$tag.$i.err" &
+    pids+=($!)
+  done
+  for ((i = 0; i < n; i++)); do
+    if ! wait "${pids[$i]}"; then cat "$tmp/$tag.$i.err" >>"$tmp/$tag.err"; sum=error; fi
+  done
+  [ "$sum" = error ] && { echo error; return; }
+  for ((i = 0; i < n; i++)); do
+    a=$(json_num "$tmp/$tag.$i.out" allocated_bytes)
+    [ -n "$a" ] || { echo error; return; }
+    sum=$((sum + a))
+  done
+  echo "$sum"
+}
+
+# 3. Two processes sharing one region draw from one 2 GiB budget.
+check_shared() {
+  local sum
+  sum=$(race 2 2g 2g 64m 3 c3)
+  local what
+  what="two processes, one region, limit 2g, each --alloc 2g: together $(mib "${sum/error/0}")"
+  if [ "$sum" != error ] && [ "$sum" -le $((2 * GiB)) ] && [ "$sum" -ge $((2 * GiB - 128 * MiB)) ]; then
+    pass "3 $what"
+  else
+    fail "3 $what (want 1920..2048 MiB)" "$tmp/c3.err"
+  fi
+}
+
+# 3b. Eight processes racing for one 2 GiB budget never exceed it together.
+check_race() {
+  local sum
+  sum=$(race 8 2g 1g 32m 2 c3b)
+  local what
+  what="eight processes racing, limit 2g, each --alloc 1g: together $(mib "${sum/error/0}")"
+  if [ "$sum" != error ] && [ "$sum" -le $((2 * GiB)) ] && [ "$sum" -ge $((2 * GiB - 8 * 32 * MiB)) ]; then
+    pass "3b $what"
+  else
+    fail "3b $what (want 1792..2048 MiB)" "$tmp/c3b.err"
+  fi
+}
+
+# 4. PyTorch: torch.cuda raises its out-of-memory error at the limit.
+check_torch() {
+  if ! python3 -c 'import torch' >/dev/null 2>&1; then
+    skip "4 PyTorch not importable (python3 -c 'import torch' failed)"
+    return
+  fi
+  local out=$tmp/c4.out
+  limited "$tmp/c4.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- python3 - >"$out" 2>"$out.err" <<'EOF'
+import json
+import torch
+step = 64 << 20
+free, total = torch.cuda.mem_get_info()
+oom_type = getattr(torch.cuda, "OutOfMemoryError", RuntimeError)
+bufs, raised, msg = [], False, ""
+try:
+    while len(bufs) < 1024:
+        bufs.append(torch.empty(step, dtype=torch.uint8, device="cuda"))
+except oom_type as e:
+    msg = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+    raised = "out of memory" in str(e).lower() or oom_type is not RuntimeError
+print(json.dumps({"raised": raised, "allocated": len(bufs) * step, "total": total,
+                  "reserved": torch.cuda.memory_reserved(), "message": msg}))
+EOF
+  local rc=$? r a t
+  r=$(json_bool "$out" raised) a=$(json_num "$out" allocated) t=$(json_num "$out" total)
+  local what
+  what="PyTorch, limit 1g: OutOfMemoryError raised: ${r:-?} after $(mib "${a:-0}"), mem_get_info total $(mib "${t:-0}")"
+  if [ $rc -eq 0 ] && [ "$r" = true ] && [ -n "$a" ] && [ "$a" -le $GiB ] && [ "$t" = $GiB ]; then
+    pass "4 $what"
+  else
+    fail "4 $what (want raised, <= 1024 MiB, total 1024 MiB; exit $rc)" "$out.err"
+  fi
+}
+
+# 5. nvidia-smi under the preload shows the limit as the total.
+check_nvidia_smi() {
+  local out=$tmp/c5.out
+  limited "$tmp/c5.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- nvidia-smi \
+    --query-gpu=memory.total,memory.used --format=csv,noheader,nounits >"$out" 2>"$out.err"
+  local rc=$? totals
+  totals=$(awk -F', *' '{ printf "%s%s", sep, $1; sep = "," }' "$out")
+  local what
+  what="nvidia-smi under the preload, limit 1g: memory.total = ${totals:-?} MiB (used $(awk -F', *' 'NR == 1 { print $2 }' "$out") MiB)"
+  if [ $rc -eq 0 ] && [ -n "$totals" ] && awk -F', *' '$1 != 1024 { bad = 1 } END { exit bad }' "$out"; then
+    pass "5 $what"
+  else
+    fail "5 $what (want 1024 on every line; exit $rc)" "$out.err"
+  fi
+}
+
+# 6. CuPy sees the limit through cudaMemGetInfo.
+check_cupy() {
+  if ! python3 -c 'import cupy' >/dev/null 2>&1; then
+    skip "6 CuPy not importable"
+    return
+  fi
+  local out=$tmp/c6.out
+  limited "$tmp/c6.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- python3 -c \
+    'import cupy; f, t = cupy.cuda.runtime.memGetInfo(); print("{\"free\":%d,\"total\":%d}" % (f, t))' \
+    >"$out" 2>"$out.err"
+  local rc=$? t
+  t=$(json_num "$out" total)
+  local what
+  what="CuPy, limit 1g: memGetInfo total $(mib "${t:-0}")"
+  if [ $rc -eq 0 ] && [ "$t" = $GiB ]; then pass "6 $what"; else fail "6 $what (want 1024 MiB; exit $rc)" "$out.err"; fi
+}
+
+# 7. The embedded PTX kernel JIT-compiles and runs on the real driver.
+check_kernels() {
+  local out=$tmp/c7.out
+  limited "$tmp/c7.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- \
+    "$burn" --seconds 2 --json >"$out" 2>"$out.err"
+  local rc=$? k kps gf
+  k=$(json_num "$out" kernels) kps=$(json_num "$out" kernels_per_s) gf=$(json_num "$out" gflops)
+  local what
+  what="vgpu-burn --seconds 2 under the preload: ${k:-?} kernels, ${kps:-?} kernels/s, ${gf:-?} GFLOP/s"
+  if [ $rc -eq 0 ] && [ -n "$k" ] && [ "$k" -gt 0 ]; then pass "7 $what"; else fail "7 $what (exit $rc)" "$out.err"; fi
+}
+
+# 8. Without a limit the preload reports the real values.
+check_no_limit() {
+  local out=$tmp/c8.out
+  "$burn" --meminfo --json >"$out.direct" 2>"$out.err" &&
+    env LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$tmp/c8.cache" \
+      "$burn" --meminfo --json >"$out" 2>>"$out.err"
+  local rc=$? real dt mt
+  real=$(json_num "$out.direct" device_total) dt=$(json_num "$out" device_total) mt=$(json_num "$out" mem_total)
+  local what
+  what="no limit: under the preload cuDeviceTotalMem $(mib "${dt:-0}"), cuMemGetInfo total $(mib "${mt:-0}"); without it $(mib "${real:-0}")"
+  if [ $rc -eq 0 ] && [ -n "$real" ] && [ "$real" -gt $GiB ] && [ "$dt" = "$real" ] && [ "$mt" = "$real" ]; then
+    pass "8 $what"
+  else
+    fail "8 $what (want equal; exit $rc)" "$out.err"
+  fi
+}
+
+# 9. A process killed with SIGKILL gives its memory back to the region.
+check_sigkill() {
+  local out=$tmp/c9.out i pid
+  # env execs vgpu-burn, so $! is vgpu-burn itself (not a subshell around it).
+  env LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$tmp/c9.cache" CUDA_DEVICE_MEMORY_LIMIT=1g \
+    "$burn" --alloc 1g --chunk 64m --hold 60 >"$out.victim" 2>"$out.err" &
+  pid=$!
+  for ((i = 0; i < 300; i++)); do
+    grep -q '^holding' "$out.victim" 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  local held
+  held=$(sed -n 's/^allocated \([0-9]*\) bytes.*/\1/p' "$out.victim")
+  limited "$tmp/c9.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- \
+    "$burn" --alloc 1g --chunk 64m --json >"$out" 2>>"$out.err"
+  local rc=$? a
+  a=$(json_num "$out" allocated_bytes)
+  local what
+  what="SIGKILL recovery: victim held $(mib "${held:-0}"), after kill -9 the next process got $(mib "${a:-0}")"
+  if [ $rc -eq 0 ] && [ -n "$held" ] && [ "$held" -ge $((GiB - 64 * MiB)) ] && [ -n "$a" ] && [ "$a" -ge $((GiB - 64 * MiB)) ]; then
+    pass "9 $what"
+  else
+    fail "9 $what (want both >= 960 MiB; exit $rc)" "$out.err"
+  fi
+}
+
+check_limit
+check_raise
+check_shared
+check_race
+check_torch
+check_nvidia_smi
+check_cupy
+check_kernels
+check_no_limit
+check_sigkill
+
+[ $skipped -gt 0 ] && echo "($skipped skipped)"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
