@@ -1,0 +1,98 @@
+/*
+ * cmd_set.c -- vgpu set: change the limits of processes already running.
+ *
+ * The limits live in the region file and every allocation reads them, so a
+ * new memory limit holds from the next allocation on, in every process of
+ * the container. Lowering memory below what is already in use is refused:
+ * nothing allocated is taken away.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "region.h"
+#include "size.h"
+
+struct set_opts {
+  const char *cache, *memory, *cores;
+  int device; /* region entry, -1: all */
+};
+
+static int parse(int argc, char **argv, struct set_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->device = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (i + 1 >= argc) {
+      fprintf(stderr, "vgpu set: missing value for '%s'\n", a);
+      return -1;
+    }
+    if (strcmp(a, "--cache") == 0)
+      o->cache = argv[++i];
+    else if (strcmp(a, "--memory") == 0)
+      o->memory = argv[++i];
+    else if (strcmp(a, "--cores") == 0)
+      o->cores = argv[++i];
+    else if (strcmp(a, "--device") == 0) {
+      char *end;
+      long d = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || d < 0 || d >= VG_MAX_DEVICES) {
+        fprintf(stderr, "vgpu set: --device %s: use a device index from vgpu status\n", argv[i]);
+        return -1;
+      }
+      o->device = (int)d;
+    } else {
+      fprintf(stderr, "vgpu set: unknown option '%s'\n", a);
+      return -1;
+    }
+  }
+  if (o->memory == NULL && o->cores == NULL) {
+    fprintf(stderr, "vgpu set: nothing to change (give --memory and/or --cores)\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, unsigned pct) {
+  struct vg_region *r = vg_region_of(shm);
+  int failed = 0;
+  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
+    if (o->device >= 0 && (uint32_t)o->device != d) continue;
+    struct vg_err err;
+    if (o->memory != NULL && vg_region_set_mem_limit(shm, (int)d, bytes, &err) != 0) {
+      fprintf(stderr, "vgpu set: %s\n", err.msg);
+      failed = 1;
+    }
+    if (o->cores != NULL) vg_region_set_sm_limit(shm, (int)d, pct);
+  }
+  return failed;
+}
+
+int vg_cmd_set(int argc, char **argv) {
+  struct set_opts o;
+  struct vg_err err;
+  uint64_t bytes = 0;
+  unsigned pct = 0;
+  if (parse(argc, argv, &o) != 0) return 2;
+  if (o.memory && vg_parse_size(o.memory, &bytes, &err) != 0) {
+    fprintf(stderr, "vgpu set: --memory %s: %s\n", o.memory, err.msg);
+    return 2;
+  }
+  if (o.cores && vg_parse_percent(o.cores, &pct, &err) != 0) {
+    fprintf(stderr, "vgpu set: --cores %s: %s\n", o.cores, err.msg);
+    return 2;
+  }
+  const char *path = vg_path_region(o.cache);
+  struct vg_shm shm;
+  if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0 ||
+      (vg_shm_close(&shm), vg_region_open(&shm, path, &err)) != 0) {
+    fprintf(stderr, "vgpu set: %s\n", err.msg);
+    return 1;
+  }
+  if (vg_region_of(&shm)->device_count == 0)
+    fprintf(stderr, "vgpu set: %s has no devices yet (no GPU process has run)\n", path);
+  int rc = apply(&shm, &o, bytes, pct);
+  vg_shm_close(&shm);
+  return rc;
+}

@@ -1,0 +1,39 @@
+/* main.c -- vgpu: dispatch to one verb. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *to) {
+  fputs(
+      "usage: vgpu <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...\n"
+      "        run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU)\n"
+      "  status [--cache PATH] [--json]\n"
+      "        limits, usage and processes of a region file\n"
+      "  set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]\n"
+      "        change the limits of running processes\n"
+      "  smi   an nvidia-smi-like table of the GPUs this process sees\n"
+      "\n"
+      "SIZE: bytes, or with k/m/g/t (binary, 300m = 300 MiB), Ki/Mi/Gi/Ti, KB/MB/GB/TB; 1.5g ok\n"
+      "PCT: 0..100 (0 = unlimited). The region file defaults to $CUDA_DEVICE_MEMORY_SHARED_CACHE\n"
+      "or /tmp/vgpu.cache.\n",
+      to);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *verb = argv[1];
+  if (strcmp(verb, "run") == 0) return vg_cmd_run(argc - 1, argv + 1);
+  if (strcmp(verb, "status") == 0) return vg_cmd_status(argc - 1, argv + 1);
+  if (strcmp(verb, "set") == 0) return vg_cmd_set(argc - 1, argv + 1);
+  if (strcmp(verb, "smi") == 0) return vg_cmd_smi(argc - 1, argv + 1);
+  fprintf(stderr, "vgpu: unknown command '%s'\n", verb);
+  usage(stderr);
+  return 2;
+}

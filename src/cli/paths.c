@@ -1,0 +1,52 @@
+/* paths.c -- locating libvgpu.so, the simulator and the region file. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "region.h"
+
+static int exe_dir(char *out, size_t len) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (slash == NULL) return -1;
+  *slash = '\0';
+  snprintf(out, len, "%s", self);
+  return 0;
+}
+
+static int find(const char *env, const char *relative, char *out, size_t len) {
+  const char *v = getenv(env);
+  if (v != NULL && *v != '\0') {
+    snprintf(out, len, "%s", v);
+    return access(out, R_OK) == 0 ? 0 : -1;
+  }
+  char dir[PATH_MAX];
+  if (exe_dir(dir, sizeof(dir)) != 0) return -1;
+  snprintf(out, len, "%s/%s", dir, relative);
+  return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+int vg_path_library(char *out, size_t len) {
+  if (find("VGPU_LIBRARY", "../lib/libvgpu.so", out, len) == 0) return 0;
+  snprintf(out, len, "/usr/local/lib/vgpu/libvgpu.so");
+  return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+int vg_path_sim_dir(char *out, size_t len) {
+  char lib[PATH_MAX + 16];
+  if (find("VGPU_SIM_DIR", "../sim", out, len) != 0) return -1;
+  snprintf(lib, sizeof(lib), "%s/libcuda.so.1", out);
+  return access(lib, R_OK) == 0 ? 0 : -1;
+}
+
+const char *vg_path_region(const char *option) {
+  if (option != NULL && *option != '\0') return option;
+  const char *env = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  return (env != NULL && *env != '\0') ? env : VG_DEFAULT_REGION_PATH;
+}
