@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# make fuzz -- libFuzzer (clang) on each parser for FUZZ_SECONDS (default 60) each.
+# Crashes are saved under build-fuzz/; add them to tests/fuzz/corpus/<target>/ as regressions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${FUZZ_SECONDS:-60}"
+out=build-fuzz
+mkdir -p "$out"
+common="src/common/err.c src/common/log.c src/common/size.c src/common/shmfile.c src/common/region.c"
+for t in size config region; do
+  extra=""
+  [ "$t" = config ] && extra="src/lib/config.c"
+  # shellcheck disable=SC2086
+  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/common -Isrc/lib \
+    "tests/fuzz/fuzz_$t.c" $common $extra -lpthread -o "$out/fuzz_$t"
+  mkdir -p "$out/corpus_$t"
+  cp -n tests/fuzz/corpus/$t/* "$out/corpus_$t/" 2>/dev/null || true
+  (cd "$out" && "./fuzz_$t" -max_total_time="$secs" -max_len=512 "corpus_$t")
+done
