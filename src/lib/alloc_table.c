@@ -13,6 +13,7 @@ struct slot {
   uint32_t kind; /* 0: empty */
   int32_t dev;
   uint64_t bytes;
+  uint64_t ctx;
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,13 +79,15 @@ static void erase(struct slot *s) {
 
 int vg_alloc_put(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc value,
                  struct vg_alloc *replaced) {
-  struct slot s = {.key = key, .kind = (uint32_t)kind, .dev = value.dev, .bytes = value.bytes};
+  struct slot s = {
+      .key = key, .kind = (uint32_t)kind, .dev = value.dev, .bytes = value.bytes, .ctx = value.ctx};
   int rc = 0;
   pthread_mutex_lock(&g_lock);
   struct slot *old = find(s.kind, key);
   if (old != NULL) {
     replaced->dev = old->dev;
     replaced->bytes = old->bytes;
+    replaced->ctx = old->ctx;
     *old = s;
     rc = 1;
   } else if ((g_count + 1) * 2 > g_cap && !grow()) {
@@ -103,6 +106,7 @@ static bool lookup(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value
   if (s != NULL) {
     value->dev = s->dev;
     value->bytes = s->bytes;
+    value->ctx = s->ctx;
     if (remove) erase(s);
   }
   pthread_mutex_unlock(&g_lock);
@@ -115,6 +119,26 @@ bool vg_alloc_take(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value
 
 bool vg_alloc_get(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value) {
   return lookup(kind, key, value, false);
+}
+
+static bool dies_with_context(const struct slot *s, uint64_t ctx) {
+  return s->ctx == ctx &&
+         (s->kind == VG_ALLOC_MEMORY || s->kind == VG_ALLOC_ARRAY || s->kind == VG_ALLOC_MIPMAP);
+}
+
+void vg_alloc_drop_context(uint64_t ctx, uint64_t freed[], int ndev) {
+  if (ctx == 0) return;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_cap;) {
+    struct slot *s = &g_slots[i];
+    if (s->kind == 0 || !dies_with_context(s, ctx)) {
+      i++;
+      continue;
+    }
+    if (s->dev >= 0 && s->dev < ndev) freed[s->dev] += s->bytes;
+    erase(s); /* shifts a later entry into i: look at i again */
+  }
+  pthread_mutex_unlock(&g_lock);
 }
 
 void vg_alloc_reset(void) {

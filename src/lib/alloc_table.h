@@ -25,6 +25,7 @@ enum vg_alloc_kind {
 struct vg_alloc {
   int dev;        /* region entry */
   uint64_t bytes; /* charged */
+  uint64_t ctx;   /* context it was made in (0: not tied to one) */
 };
 
 /* Records key. Returns 0, or 1 when key was already recorded (a free we did
@@ -35,6 +36,9 @@ int vg_alloc_put(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc value,
 /* Removes and returns the entry; false if absent. */
 bool vg_alloc_take(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value);
 bool vg_alloc_get(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value);
+/* Removes every memory/array record made in ctx -- the driver frees them
+ * with the context -- and adds their bytes per region entry to freed[]. */
+void vg_alloc_drop_context(uint64_t ctx, uint64_t freed[], int ndev);
 /* Forgets everything (a forked child owns none of its parent's memory). */
 void vg_alloc_reset(void);
 

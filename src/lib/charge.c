@@ -1,6 +1,8 @@
 /* charge.c -- see charge.h. */
 #include "charge.h"
 
+#include <stdint.h>
+
 #include "cuda_abi.h"
 #include "log.h"
 #include "size.h"
@@ -9,11 +11,17 @@
 enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) {
   c->dev = -1;
   c->bytes = 0;
+  c->ctx = 0;
   if (!vg_state_ready()) return vg_state.config_ok ? VG_CHARGE_UNTRACKED : VG_CHARGE_REFUSED;
-  int ordinal = -1;
-  if (dev < 0) dev = vg_state_current_device(&ordinal);
+  CUcontext ctx = NULL;
+  if (VG_CU(cuCtxGetCurrent, &ctx) == CUDA_SUCCESS) c->ctx = (uint64_t)(uintptr_t)ctx;
+  if (dev < 0) dev = vg_state_current_device();
   if (dev < 0) return VG_CHARGE_UNTRACKED; /* no context: the driver will say so */
-  if (!vg_state_reserve(dev, bytes)) {
+  enum vg_reserve_rc rc = vg_state_reserve(dev, bytes);
+  /* A full process table is logged where it happens; the allocation fails
+   * as out of memory rather than going through unaccounted. */
+  if (rc == VG_RESERVE_NO_SLOT) return VG_CHARGE_OVER;
+  if (rc == VG_RESERVE_OVER) {
     struct vg_region *r = vg_region_of(&vg_state.shm);
     char a[32], b[32], l[32];
     vg_info("out of memory on %s: %s requested, %s of %s in use", r->dev[dev].uuid,
@@ -34,7 +42,7 @@ bool vg_charge_resize(struct vg_charge *c, uint64_t bytes) {
     c->bytes = bytes;
     return true;
   }
-  if (vg_state_reserve(c->dev, bytes - c->bytes)) {
+  if (vg_state_reserve(c->dev, bytes - c->bytes) == VG_RESERVE_OK) {
     c->bytes = bytes;
     return true;
   }
@@ -45,7 +53,8 @@ bool vg_charge_resize(struct vg_charge *c, uint64_t bytes) {
 bool vg_charge_commit(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
   if (c->dev < 0) return true;
   struct vg_alloc old;
-  int rc = vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes}, &old);
+  int rc = vg_alloc_put(kind, key,
+                        (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx}, &old);
   if (rc == 1) vg_state_release(old.dev, old.bytes); /* its free never reached us */
   if (rc >= 0) return true;
   vg_error("cannot record an allocation (out of host memory)");
@@ -66,6 +75,7 @@ bool vg_charge_take(enum vg_alloc_kind kind, uint64_t key, struct vg_charge *c) 
   if (!vg_alloc_take(kind, key, &a)) return false;
   c->dev = a.dev;
   c->bytes = a.bytes;
+  c->ctx = a.ctx;
   return true;
 }
 
@@ -74,7 +84,15 @@ void vg_charge_refund(struct vg_charge *c) { vg_charge_cancel(c); }
 void vg_charge_restore(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
   struct vg_alloc old;
   if (c->dev >= 0)
-    vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes}, &old);
+    vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx},
+                 &old);
+}
+
+void vg_charge_context_gone(uint64_t ctx) {
+  uint64_t freed[VG_MAX_DEVICES] = {0};
+  vg_alloc_drop_context(ctx, freed, VG_MAX_DEVICES);
+  for (int d = 0; d < VG_MAX_DEVICES; d++)
+    if (freed[d] > 0) vg_state_release(d, freed[d]);
 }
 
 int vg_charge_error(enum vg_charge_rc rc) {

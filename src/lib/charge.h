@@ -33,9 +33,11 @@ enum vg_charge_rc {
 struct vg_charge {
   int dev; /* region entry, -1 untracked */
   uint64_t bytes;
+  uint64_t ctx; /* context current at the reservation; 0 for objects that outlive contexts */
 };
 
-/* Reserves bytes on region entry dev (-1: the current context's device). */
+/* Reserves bytes on region entry dev (-1: the current context's device),
+ * noting the current context: objects die with it (hook_context.c). */
 enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c);
 /* Changes a reservation to the size the driver actually used; false (and
  * nothing reserved any more) if the larger size does not fit. */
@@ -44,6 +46,9 @@ bool vg_charge_resize(struct vg_charge *c, uint64_t bytes);
  * then given back and the caller must free the object and fail). */
 bool vg_charge_commit(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key);
 void vg_charge_cancel(struct vg_charge *c);
+
+/* The driver destroyed context ctx and everything allocated in it: refund it. */
+void vg_charge_context_gone(uint64_t ctx);
 
 bool vg_charge_take(enum vg_alloc_kind kind, uint64_t key, struct vg_charge *c);
 void vg_charge_refund(struct vg_charge *c);

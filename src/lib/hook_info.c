@@ -33,8 +33,7 @@ VG_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
   if (!vg_cuda_load()) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult rc = VG_CU(cuMemGetInfo_v2, free, total);
   if (rc != CUDA_SUCCESS || free == NULL || total == NULL) return rc;
-  int ordinal;
-  int dev = vg_state_current_device(&ordinal);
+  int dev = vg_state_current_device();
   if (dev >= 0) virtual_view(dev, free, total);
   return rc;
 }

@@ -25,7 +25,11 @@
   X(cuArray3DCreate_v2)           \
   X(cuArrayCreate_v2)             \
   X(cuArrayDestroy)               \
+  X(cuCtxDestroy_v2)              \
   X(cuDeviceGetDefaultMemPool)    \
+  X(cuDevicePrimaryCtxRelease_v2) \
+  X(cuDevicePrimaryCtxReset_v2)   \
+  X(cuDevicePrimaryCtxRetain)     \
   X(cuDeviceTotalMem_v2)          \
   X(cuGetProcAddress)             \
   X(cuGetProcAddress_v2)          \
@@ -49,10 +53,12 @@
   X(cuMipmappedArrayDestroy)
 
 /* CUDA entry points we only call. */
-#define VG_CUDA_USED(X) \
-  X(cuCtxGetDevice)     \
-  X(cuDeviceGetCount)   \
-  X(cuDeviceGetUuid_v2) \
+#define VG_CUDA_USED(X)         \
+  X(cuCtxGetCurrent)            \
+  X(cuCtxGetDevice)             \
+  X(cuDevicePrimaryCtxGetState) \
+  X(cuDeviceGetCount)           \
+  X(cuDeviceGetUuid_v2)         \
   X(cuMemGetAllocationGranularity)
 
 /* NVML entry points we replace, and those we only call. */

@@ -65,7 +65,9 @@ bool vg_state_ready(void) {
   return vg_state.config_ok && vg_state.shm.base != NULL;
 }
 
-/* Joins the region on first need; false when the slot table is full. */
+/* Joins the region on first need (the first reservation: processes that
+ * only read, such as nvidia-smi, never take a slot); false when the slot
+ * table is full. */
 static bool joined(void) {
   if (__atomic_load_n(&vg_state.slot, __ATOMIC_ACQUIRE) >= 0) return true;
   pthread_mutex_lock(&g_init_lock);
@@ -121,7 +123,7 @@ static void format_uuid(const CUuuid *u, char *out, size_t len) {
 }
 
 int vg_state_device(int ordinal) {
-  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready() || !joined()) return -1;
+  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
   int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
   if (dev >= 0) return dev;
   CUuuid uuid;
@@ -135,10 +137,9 @@ int vg_state_device(int ordinal) {
   return dev;
 }
 
-int vg_state_current_device(int *ordinal) {
+int vg_state_current_device(void) {
   CUdevice d;
   if (VG_CU(cuCtxGetDevice, &d) != CUDA_SUCCESS) return -1;
-  *ordinal = (int)d;
   return vg_state_device((int)d);
 }
 
@@ -169,7 +170,7 @@ static int cuda_ordinal_of(const char *uuid, int nvml_index) {
 }
 
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index) {
-  if (nvml_index < 0 || nvml_index >= VG_MAX_DEVICES || !vg_state_ready() || !joined()) return -1;
+  if (nvml_index < 0 || nvml_index >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
   int dev = __atomic_load_n(&vg_state.nvml_map[nvml_index], __ATOMIC_ACQUIRE);
   if (dev >= 0) return dev;
   dev = register_device(uuid, mem_total, cuda_ordinal_of(uuid, nvml_index));
@@ -177,8 +178,10 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
   return dev;
 }
 
-bool vg_state_reserve(int dev, uint64_t bytes) {
-  return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes);
+enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes) {
+  if (!joined()) return VG_RESERVE_NO_SLOT;
+  return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes) ? VG_RESERVE_OK
+                                                                     : VG_RESERVE_OVER;
 }
 
 void vg_state_release(int dev, uint64_t bytes) {

@@ -37,14 +37,16 @@ bool vg_state_ready(void);
 /* Region entry for CUDA ordinal (registering the device and applying this
  * process's limits on first use), or -1. */
 int vg_state_device(int ordinal);
-/* Region entry of the current context's device, or -1 (sets *ordinal). */
-int vg_state_current_device(int *ordinal);
+/* Region entry of the current context's device, or -1. */
+int vg_state_current_device(void);
 /* Region entry for a GPU known by UUID (NVML side); applies env limits for
  * the CUDA ordinal the GPU has in this process, if any. */
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index);
 
-/* Charge and refund bytes on a region entry for this process. */
-bool vg_state_reserve(int dev, uint64_t bytes);
+/* Charge and refund bytes on a region entry for this process. NO_SLOT: the
+ * region's process table is full, so nothing can be accounted. */
+enum vg_reserve_rc { VG_RESERVE_OK, VG_RESERVE_OVER, VG_RESERVE_NO_SLOT };
+enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes);
 void vg_state_release(int dev, uint64_t bytes);
 
 /* Device memory a driver allocation of size bytes occupies (2 MiB pages). */

@@ -2,9 +2,12 @@
  * the variable and the value; a foreign or corrupt region file is refused
  * (and left untouched) while limits still hold for the process. */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "region.h"
 
 static struct vg_run run;
 
@@ -88,6 +91,46 @@ static void test_corrupt_same_size(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* Every process slot of the region taken by one live process: a newcomer
+ * can account nothing, so it must fail its allocations, not run unlimited. */
+static void test_full_process_table_fails_closed(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "64m");
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t filler = fork();
+  if (filler == 0) {
+    struct vg_shm shm;
+    struct vg_err err;
+    if (vg_region_open(&shm, env.cache, &err) != 0) _exit(1);
+    /* Look, to everyone else, like VG_MAX_PROCS live processes. */
+    struct vg_region *r = vg_region_of(&shm);
+    for (unsigned i = 0; i < VG_MAX_PROCS; i++) {
+      if (vg_shm_claim_slot(&shm, i) != 0) _exit(1);
+      r->proc[i].pid = getpid();
+    }
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char x;
+  assert_int_equal(read(ready[0], &x, 1), 1); /* fails rather than hangs if the filler dies */
+  run_probe(&env, &run, "alloc", "mem", "8m", "4", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 0);
+  assert_int_equal(json_num(run.out, "last_rc"), 2);
+  assert_non_null(strstr(run.err, "no free process slot"));
+  kill(filler, SIGKILL);
+  waitpid(filler, NULL, 0);
+  /* and once the filler is gone, its slots are reaped and work resumes */
+  run_probe(&env, &run, "alloc", "mem", "8m", "4", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 4);
+  close(ready[0]);
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_letters),
@@ -98,6 +141,7 @@ int main(void) {
       cmocka_unit_test(test_bad_index),
       cmocka_unit_test(test_foreign_region_file),
       cmocka_unit_test(test_corrupt_same_size),
+      cmocka_unit_test(test_full_process_table_fails_closed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,9 +10,16 @@
  *   probe dl SIZE COUNT           the same as alloc mem, through dlopen + dlsym
  *   probe gpa SIZE COUNT          through cuGetProcAddress, with variant checks
  *   probe freebad                 cuMemFree of a pointer nobody allocated
+ *   probe teardown HOW SIZE N     allocate N, tear the context down (HOW: reset,
+ *                                 release, destroy) without freeing, then
+ *                                 allocate SIZE until out of memory
+ *   probe threads T SIZE          T threads allocate SIZE until out of memory
+ * PROBE_DEVICE selects the CUDA device (default 0), PROBE_NVML_INDEX the
+ * NVML device meminfo reads (default 0).
  * KIND: mem pitch managed async pool vmm array array3d mipmap
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +36,26 @@ static void fail(const char *what, CUresult rc) {
   exit(3);
 }
 
+static int env_int(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL ? atoi(v) : 0;
+}
+
 static void setup(void) {
   CUcontext ctx;
   CUresult rc = cuInit(0);
   if (rc != CUDA_SUCCESS) fail("cuInit", rc);
-  if ((rc = cuDevicePrimaryCtxRetain(&ctx, 0)) != CUDA_SUCCESS) fail("retain", rc);
+  if ((rc = cuDevicePrimaryCtxRetain(&ctx, env_int("PROBE_DEVICE"))) != CUDA_SUCCESS)
+    fail("retain", rc);
   if ((rc = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) fail("setcurrent", rc);
+}
+
+/* Allocates size until out of memory (at most 1000); returns how many. */
+static int fill(size_t size, CUresult *last) {
+  CUdeviceptr p;
+  int n = 0;
+  while (n < 1000 && (*last = cuMemAlloc_v2(&p, size)) == CUDA_SUCCESS) n++;
+  return n;
 }
 
 static size_t arg_size(const char *s) {
@@ -159,7 +180,7 @@ static int cmd_meminfo(void) {
   nvmlMemory_t m1 = {0};
   nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
   nvmlInit_v2();
-  nvmlDeviceGetHandleByIndex_v2(0, &d);
+  nvmlDeviceGetHandleByIndex_v2((unsigned)env_int("PROBE_NVML_INDEX"), &d);
   nvmlReturn_t r1 = nvmlDeviceGetMemoryInfo(d, &m1);
   nvmlReturn_t r2 = nvmlDeviceGetMemoryInfo_v2(d, &m2);
   printf(
@@ -219,6 +240,69 @@ static int cmd_freebad(void) {
   return 0;
 }
 
+/* The driver frees a context's memory with it; libvgpu must refund it. */
+static int cmd_teardown(const char *how, size_t size, int count) {
+  setup();
+  CUcontext made = NULL, primary = NULL;
+  cuCtxGetCurrent(&primary);
+  if (strcmp(how, "destroy") == 0 && cuCtxCreate_v2(&made, 0, env_int("PROBE_DEVICE")) != 0)
+    fail("cuCtxCreate_v2", CUDA_ERROR_UNKNOWN);
+  CUdeviceptr p;
+  int before = 0;
+  while (before < count && cuMemAlloc_v2(&p, size) == CUDA_SUCCESS) before++;
+  CUresult rc = CUDA_SUCCESS;
+  if (strcmp(how, "reset") == 0)
+    rc = cuDevicePrimaryCtxReset_v2(env_int("PROBE_DEVICE"));
+  else if (strcmp(how, "release") == 0)
+    rc = cuDevicePrimaryCtxRelease_v2(env_int("PROBE_DEVICE"));
+  else
+    rc = cuCtxDestroy_v2(made);
+  if (rc != CUDA_SUCCESS) fail(how, rc);
+  setup(); /* a fresh primary context */
+  size_t free_now = 0, total = 0;
+  cuMemGetInfo_v2(&free_now, &total);
+  CUresult last;
+  int after = fill(size, &last);
+  printf("{\"before\":%d,\"free_after_teardown\":%zu,\"after\":%d,\"last_rc\":%d}\n", before,
+         free_now, after, (int)last);
+  return 0;
+}
+
+struct thread_arg {
+  CUcontext ctx;
+  size_t size;
+  int got;
+};
+
+static void *thread_fill(void *p) {
+  struct thread_arg *a = p;
+  CUresult last;
+  cuCtxSetCurrent(a->ctx);
+  a->got = fill(a->size, &last);
+  return NULL;
+}
+
+static int cmd_threads(int threads, size_t size) {
+  enum { MAX_THREADS = 32 };
+  pthread_t tid[MAX_THREADS];
+  struct thread_arg args[MAX_THREADS];
+  setup();
+  CUcontext ctx;
+  cuCtxGetCurrent(&ctx);
+  if (threads > MAX_THREADS) threads = MAX_THREADS;
+  for (int i = 0; i < threads; i++) {
+    args[i] = (struct thread_arg){.ctx = ctx, .size = size};
+    pthread_create(&tid[i], NULL, thread_fill, &args[i]);
+  }
+  int total = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(tid[i], NULL);
+    total += args[i].got;
+  }
+  printf("{\"allocated\":%d}\n", total);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && strcmp(argv[1], "alloc") == 0)
     return cmd_alloc(argv[2], arg_size(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
@@ -227,6 +311,10 @@ int main(int argc, char **argv) {
   if (argc >= 4 && strcmp(argv[1], "dl") == 0) return cmd_dl(arg_size(argv[2]), atoi(argv[3]));
   if (argc >= 4 && strcmp(argv[1], "gpa") == 0) return cmd_gpa(arg_size(argv[2]), atoi(argv[3]));
   if (argc >= 2 && strcmp(argv[1], "freebad") == 0) return cmd_freebad();
-  fprintf(stderr, "usage: probe alloc|hold|meminfo|dl|gpa|freebad ...\n");
+  if (argc >= 5 && strcmp(argv[1], "teardown") == 0)
+    return cmd_teardown(argv[2], arg_size(argv[3]), atoi(argv[4]));
+  if (argc >= 4 && strcmp(argv[1], "threads") == 0)
+    return cmd_threads(atoi(argv[2]), arg_size(argv[3]));
+  fprintf(stderr, "usage: probe alloc|hold|meminfo|dl|gpa|freebad|teardown|threads ...\n");
   return 2;
 }
