@@ -33,7 +33,8 @@
   X(CU_AD_FORMAT_HALF)                                       \
   X(CUDA_ARRAY3D_LAYERED)                                    \
   X(CUDA_ARRAY3D_CUBEMAP)                                    \
-  X(CU_MEM_ATTACH_GLOBAL)
+  X(CU_MEM_ATTACH_GLOBAL)              \
+  X(CU_STREAM_CAPTURE_MODE_GLOBAL)
 
 #define VG_ABI_STRUCTS(X)    \
   X(CUmemAllocationProp)     \
@@ -43,7 +44,8 @@
   X(CUlaunchConfig)          \
   X(CUuuid)                  \
   X(CUmemLocation)           \
-  X(CUmemAccessDesc)
+  X(CUmemAccessDesc)         \
+  X(CUDA_KERNEL_NODE_PARAMS)
 
 #define VG_ABI_FIELDS(X)             \
   X(CUmemAllocationProp, location)   \
