@@ -40,7 +40,7 @@ static int run_phases(struct burn_run *r) {
   int only_info = !o->do_alloc && o->seconds == 0.0 && o->hold_s == 0.0;
   if (o->meminfo || only_info) burn_report_meminfo(&r->sum.mem);
   if (o->seconds > 0.0) {
-    if (burn_kernel_run(&r->kernel, o->seconds, &r->sum.kres) != 0) return -1;
+    if (burn_kernel_run(&r->kernel, o, &r->sum.kres) != 0) return -1;
     burn_report_kernel(&r->kernel, &r->sum.kres);
   }
   if (o->hold_s > 0.0) {
@@ -63,6 +63,7 @@ static int run(struct burn_run *r) {
   if (!failed) failed = run_phases(r) != 0;
   if (burn_alloc_free(&r->alloc) != 0) failed = 1;
   if (!failed && r->opts.json) burn_report_json(&r->sum);
+  burn_kernel_result_free(&r->sum.kres);
   burn_kernel_release(&r->kernel);
   burn_gpu_close(&r->gpu);
   return failed ? 1 : 0;

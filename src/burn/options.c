@@ -39,6 +39,13 @@ static const char g_usage[] =
     "  --iters N        loop iterations inside the kernel (default 1000)\n"
     "  --grid B         blocks per launch (default: SM count x 4)\n"
     "  --block T        threads per block (default 256, at most 1024)\n"
+    "  --shape S        launch shape preset: big (SM count x 32 blocks of 256\n"
+    "                   threads: full-device, long) or small (4 blocks of 64\n"
+    "                   threads: short); --grid/--block override it\n"
+    "  --series MS      during --seconds, print 't=<s> kernels=<n> kps=<k/s>' every\n"
+    "                   MS milliseconds (kernels and kernels/s of that interval)\n"
+    "  --warmup S       launch kernels for S seconds before --seconds starts\n"
+    "                   (not counted; lets a limiter reach its steady state)\n"
     "\n"
     "General:\n"
     "  --device N       CUDA device ordinal (default 0)\n"
@@ -64,6 +71,9 @@ enum {
   OPT_ITERS,
   OPT_GRID,
   OPT_BLOCK,
+  OPT_SHAPE,
+  OPT_SERIES,
+  OPT_WARMUP,
   OPT_DEVICE,
   OPT_JSON
 };
@@ -78,6 +88,9 @@ static const struct option g_long_opts[] = {
     {"iters", required_argument, NULL, OPT_ITERS},
     {"grid", required_argument, NULL, OPT_GRID},
     {"block", required_argument, NULL, OPT_BLOCK},
+    {"shape", required_argument, NULL, OPT_SHAPE},
+    {"series", required_argument, NULL, OPT_SERIES},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, 'h'},
@@ -168,6 +181,20 @@ static int apply_option(int c, const char *arg, struct burn_opts *o) {
       rc = parse_uint_opt("block", arg, 1, BURN_MAX_BLOCK, &v);
       o->block = (unsigned)v;
       return rc;
+    case OPT_SHAPE:
+      if (strcmp(arg, "big") == 0)
+        o->shape = BURN_SHAPE_BIG;
+      else if (strcmp(arg, "small") == 0)
+        o->shape = BURN_SHAPE_SMALL;
+      else
+        return bad_value("shape", arg, "expected big or small");
+      return 0;
+    case OPT_SERIES:
+      rc = parse_uint_opt("series", arg, 1, 3600000, &v);
+      o->series_ms = (unsigned)v;
+      return rc;
+    case OPT_WARMUP:
+      return parse_seconds_opt("warmup", arg, 0.0, &o->warmup_s);
     case OPT_DEVICE:
       rc = parse_uint_opt("device", arg, 0, 1023, &v);
       o->device = (int)v;
@@ -196,6 +223,11 @@ enum burn_parse_result burn_parse_options(int argc, char **argv, struct burn_opt
   }
   if (optind < argc) {
     fprintf(stderr, "vgpu-burn: unexpected argument '%s'; try 'vgpu-burn --help'\n", argv[optind]);
+    return BURN_PARSE_ERROR;
+  }
+  if ((o->series_ms != 0 || o->warmup_s > 0.0) && o->seconds == 0.0) {
+    fprintf(stderr, "vgpu-burn: --%s needs --seconds; try 'vgpu-burn --help'\n",
+            o->series_ms != 0 ? "series" : "warmup");
     return BURN_PARSE_ERROR;
   }
   return BURN_PARSE_OK;

@@ -15,6 +15,15 @@
 #define BURN_DEFAULT_ITERS 1000u
 #define BURN_MAX_BLOCK 1024u
 
+/* --shape presets. The grid of "big" is per SM so that it fills any device
+ * (on the simulator: 4 waves of 256-thread blocks); "small" is a handful of
+ * blocks (one partial wave). An explicit --grid/--block wins. */
+enum burn_shape { BURN_SHAPE_DEFAULT = 0, BURN_SHAPE_BIG, BURN_SHAPE_SMALL };
+#define BURN_BIG_BLOCKS_PER_SM 32u
+#define BURN_BIG_BLOCK 256u
+#define BURN_SMALL_GRID 4u
+#define BURN_SMALL_BLOCK 64u
+
 struct burn_opts {
   int do_alloc;         /* --alloc given */
   uint64_t alloc_bytes; /* --alloc SIZE: stop once this much is allocated */
@@ -25,6 +34,9 @@ struct burn_opts {
   unsigned iters;       /* --iters N: loop count inside the kernel */
   unsigned grid;        /* --grid B: blocks per launch; 0 = SMs x 4 */
   unsigned block;       /* --block T: threads per block; 0 = 256 */
+  int shape;            /* --shape: BURN_SHAPE_*; fills grid/block not given */
+  unsigned series_ms;   /* --series MS: one throughput line per MS ms; 0 = none */
+  double warmup_s;      /* --warmup SECONDS: untimed launches before --seconds */
   int device;           /* --device N: CUDA device ordinal */
   int meminfo;          /* --meminfo: print cuMemGetInfo/cuDeviceTotalMem */
   int json;             /* --json: one JSON object on the last line */

@@ -81,7 +81,12 @@ void burn_report_json(const struct burn_summary *s) {
          s->kres.kernels, s->kres.kernels_per_s, s->kres.seconds, s->kres.gflops);
   printf(",\"grid\":%u,\"block\":%u,\"iters\":%u", k ? k->grid : 0, k ? k->block : 0,
          k ? k->iters : s->opts->iters);
-  printf(",\"mem_free\":%zu,\"mem_total\":%zu,\"device_total\":%zu}\n", s->mem.free, s->mem.total,
+  printf(",\"mem_free\":%zu,\"mem_total\":%zu,\"device_total\":%zu", s->mem.free, s->mem.total,
          s->mem.device_total);
+  printf(",\"warmup\":%.3f,\"start_epoch\":%.6f,\"series_ms\":%u,\"series\":[", s->opts->warmup_s,
+         s->kres.start_epoch, s->opts->series_ms);
+  for (size_t i = 0; i < s->kres.series_len; i++)
+    printf("%s[%.3f,%.1f]", i ? "," : "", s->kres.series[i].t, s->kres.series[i].kps);
+  printf("]}\n");
   fflush(stdout);
 }
