@@ -265,6 +265,8 @@ CUresult cuCtxSynchronize(void) {
   struct CUctx_st *ctx;
   CUresult rc = cu_current(&ctx);
   if (rc != CUDA_SUCCESS) return rc;
+  /* not while a capture it would have to wait behind is in progress */
+  if (cu_capture_blocks_ctx_sync(ctx)) return CU_ERR_CAPTURE_UNSUPPORTED;
   cu_wait_ctx(ctx);
   return CUDA_SUCCESS;
 }

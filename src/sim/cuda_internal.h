@@ -32,7 +32,10 @@ enum cu_kind {
   CU_OBJ_POOL,
   CU_OBJ_ARRAY,
   CU_OBJ_MIPMAP,
-  CU_OBJ_VMM
+  CU_OBJ_VMM,
+  CU_OBJ_GRAPH,      /* process-wide, like the real driver's graphs */
+  CU_OBJ_GRAPH_NODE, /* owned by its graph */
+  CU_OBJ_GRAPH_EXEC  /* owned by the context current at instantiation */
 };
 
 struct cu_obj {
@@ -53,16 +56,24 @@ struct CUctx_st {
   uint64_t last_end; /* end of the last work queued in this context (atomic) */
 };
 
+/* A stream in capture mode records its kernel launches into `capture`
+ * instead of running them (cuda_graph.c; fields guarded by its lock). */
 struct CUstream_st {
   struct cu_obj obj;
   unsigned flags;
-  uint64_t last_end; /* atomic */
+  uint64_t last_end;        /* atomic */
+  bool capturing;           /* atomic: capture begun and not ended */
+  bool capture_invalid;     /* a forbidden call invalidated the capture */
+  int capture_mode;         /* CUstreamCaptureMode */
+  pthread_t capture_thread; /* the thread that began the capture */
+  struct CUgraph_st *capture;
 };
 
 struct CUevent_st {
   struct cu_obj obj;
   unsigned flags;
   bool recorded;
+  bool captured; /* last recorded in a capturing stream */
   uint64_t time; /* when the work before the record completes */
 };
 
@@ -88,6 +99,47 @@ struct cu_process {
 };
 
 extern struct cu_process g_cu;
+
+/* Result codes the simulator returns that cuda_abi.h does not declare (the
+ * real driver's values). */
+#define CU_ERR_ILLEGAL_STATE ((CUresult)401)
+#define CU_ERR_COOPERATIVE_LAUNCH_TOO_LARGE ((CUresult)720)
+#define CU_ERR_CAPTURE_UNSUPPORTED ((CUresult)900)
+#define CU_ERR_CAPTURE_INVALIDATED ((CUresult)901)
+#define CU_ERR_CAPTURED_EVENT ((CUresult)907)
+#define CU_ERR_CAPTURE_WRONG_THREAD ((CUresult)908)
+
+/* Exports cuda_abi.h does not declare: the _ptsz twin of cuStreamQuery and
+ * the pre-12.0 cuGraphAddKernelNode, whose parameters lack the trailing
+ * kern/ctx fields of CUDA_KERNEL_NODE_PARAMS (v2). */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st {
+  CUfunction func;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} CU_KERNEL_NODE_PARAMS_V1;
+
+#pragma GCC visibility push(default)
+CUresult cuStreamQuery_ptsz(CUstream hStream);
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                              const CUgraphNode *dependencies, size_t numDependencies,
+                              const CU_KERNEL_NODE_PARAMS_V1 *nodeParams);
+#pragma GCC visibility pop
+
+/* A validated kernel launch: its shape, and its simulated duration on the
+ * device it runs on (cuda_launch.c). */
+struct cu_launch {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared;
+  bool cooperative;
+};
 
 /* cuda_init.c */
 CUresult cu_ready(void); /* CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded */
@@ -133,6 +185,30 @@ CUresult cu_stream_resolve(CUstream h, struct CUstream_st **s, struct CUctx_st *
 uint64_t cu_stream_last_end(struct CUstream_st *s, struct CUctx_st *ctx);
 void cu_stream_note_work(struct CUstream_st *s, struct CUctx_st *ctx, uint64_t end);
 void cu_destroy_owned(struct cu_obj *obj); /* stream/event/module/array by kind */
+
+/* cuda_launch.c */
+/* Checks the shape like the driver; INVALID_VALUE when it is not launchable,
+ * COOPERATIVE_LAUNCH_TOO_LARGE when a cooperative grid exceeds one wave.
+ * *duration: the kernel's simulated time on device phys. */
+CUresult cu_launch_cost(const struct cu_launch *l, unsigned phys, uint64_t *duration);
+
+/* cuda_graph.c: graphs, executable graphs and stream capture */
+/* If s is capturing, records the kernel into its graph (*captured = true);
+ * CU_ERR_CAPTURE_INVALIDATED when its capture was invalidated. */
+CUresult cu_capture_kernel(struct CUstream_st *s, CUfunction f, const struct cu_launch *l,
+                           uint64_t duration, bool *captured);
+/* A call that must not happen on a capturing stream (synchronize, query):
+ * invalidates the capture and returns CU_ERR_CAPTURE_UNSUPPORTED (or
+ * CU_ERR_CAPTURE_INVALIDATED if it already was); CUDA_SUCCESS otherwise. */
+CUresult cu_capture_forbid(struct CUstream_st *s);
+/* cuEventRecord: whether s is capturing (the event becomes "captured"). */
+CUresult cu_capture_event(struct CUstream_st *s, bool *captured);
+/* cuCtxSynchronize: invalidates the captures it may not wait behind (global
+ * mode, or thread-local begun by this thread) and says if there were any. */
+bool cu_capture_blocks_ctx_sync(struct CUctx_st *ctx);
+/* A stream going away ends its capture and frees the partial graph. */
+void cu_capture_abandon(struct CUstream_st *s);
+void cu_graph_exec_destroy(struct cu_obj *obj);
 
 /* cuda_module.c */
 void cu_module_destroy(struct cu_obj *obj);

@@ -13,12 +13,15 @@
  * unless the device's queue already reaches more than 50 ms ahead, in which
  * case it waits, as a real driver's bounded queue does. A cooperative launch
  * must fit in one wave (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE otherwise).
+ *
+ * A launch into a capturing stream is validated the same way and then
+ * recorded into the capture graph instead of running (cuda_graph.c); graph
+ * kernels are costed by cu_launch_cost too.
  */
 #include <string.h>
 
 #include "cuda_internal.h"
 
-#define COOPERATIVE_LAUNCH_TOO_LARGE ((CUresult)720)
 #define LAUNCH_ATTRIBUTE_COOPERATIVE 2
 #define MAX_THREADS_PER_BLOCK 1024u
 #define MAX_THREADS_PER_SM 2048u
@@ -26,15 +29,7 @@
 #define MAX_DYNAMIC_SHARED 166912u
 #define MAX_DURATION_NS (3600ull * 1000000000ull)
 
-struct launch {
-  unsigned grid[3];
-  unsigned block[3];
-  unsigned shared;
-  CUstream stream;
-  bool cooperative;
-};
-
-static bool dims_valid(const struct launch *l) {
+static bool dims_valid(const struct cu_launch *l) {
   for (int i = 0; i < 3; i++)
     if (l->grid[i] == 0 || l->block[i] == 0) return false;
   if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64) return false;
@@ -43,14 +38,14 @@ static bool dims_valid(const struct launch *l) {
   return threads <= MAX_THREADS_PER_BLOCK && l->shared <= MAX_DYNAMIC_SHARED;
 }
 
-static uint64_t resident_per_sm(const struct launch *l) {
+static uint64_t resident_per_sm(const struct cu_launch *l) {
   uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
   uint64_t r = MAX_THREADS_PER_SM / threads;
   if (r > MAX_BLOCKS_PER_SM) r = MAX_BLOCKS_PER_SM;
   return r == 0 ? 1 : r;
 }
 
-static uint64_t waves_of(const struct launch *l, uint64_t sms) {
+static uint64_t waves_of(const struct cu_launch *l, uint64_t sms) {
   uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
   uint64_t per_wave = sms * resident_per_sm(l);
   return (blocks + per_wave - 1) / per_wave;
@@ -61,7 +56,17 @@ static uint64_t duration_of(uint64_t waves, uint64_t wave_ns) {
   return waves * wave_ns;
 }
 
-static CUresult launch(CUfunction f, const struct launch *l, void **params, void **extra) {
+CUresult cu_launch_cost(const struct cu_launch *l, unsigned phys, uint64_t *duration) {
+  if (!dims_valid(l)) return CUDA_ERROR_INVALID_VALUE;
+  const struct vg_sim_state *st = g_cu.sim.st;
+  uint64_t waves = waves_of(l, st->dev[phys].sms);
+  if (l->cooperative && waves > 1) return CU_ERR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  *duration = duration_of(waves, st->config.wave_ns);
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, const struct cu_launch *l, CUstream stream, void **params,
+                       void **extra) {
   struct CUctx_st *ctx, *fctx;
   CUresult rc = cu_current(&ctx);
   if (rc != CUDA_SUCCESS) return rc;
@@ -70,12 +75,12 @@ static CUresult launch(CUfunction f, const struct launch *l, void **params, void
   if (!dims_valid(l) || (params != NULL && extra != NULL)) return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st *s;
   struct CUctx_st *sctx;
-  if ((rc = cu_stream_resolve(l->stream, &s, &sctx)) != CUDA_SUCCESS) return rc;
+  if ((rc = cu_stream_resolve(stream, &s, &sctx)) != CUDA_SUCCESS) return rc;
   if (sctx != ctx) return CUDA_ERROR_INVALID_HANDLE; /* a stream of another context */
-  const struct vg_sim_state *st = g_cu.sim.st;
-  uint64_t waves = waves_of(l, st->dev[ctx->phys].sms);
-  if (l->cooperative && waves > 1) return COOPERATIVE_LAUNCH_TOO_LARGE;
-  uint64_t duration = duration_of(waves, st->config.wave_ns);
+  uint64_t duration;
+  if ((rc = cu_launch_cost(l, ctx->phys, &duration)) != CUDA_SUCCESS) return rc;
+  bool captured = false;
+  if ((rc = cu_capture_kernel(s, f, l, duration, &captured)) != CUDA_SUCCESS || captured) return rc;
   uint64_t end = vg_sim_queue_work(&g_cu.sim, ctx->phys, cu_stream_last_end(s, sctx), duration);
   cu_stream_note_work(s, ctx, end);
   return CUDA_SUCCESS;
@@ -85,12 +90,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void **kernelParams, void **extra) {
-  struct launch l = {{gridDimX, gridDimY, gridDimZ},
-                     {blockDimX, blockDimY, blockDimZ},
-                     sharedMemBytes,
-                     hStream,
-                     false};
-  return launch(f, &l, kernelParams, extra);
+  struct cu_launch l = {
+      {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes, false};
+  return launch(f, &l, hStream, kernelParams, extra);
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -116,12 +118,11 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
   if (rc != CUDA_SUCCESS) return rc;
   if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL))
     return CUDA_ERROR_INVALID_VALUE;
-  struct launch l = {{config->gridDimX, config->gridDimY, config->gridDimZ},
-                     {config->blockDimX, config->blockDimY, config->blockDimZ},
-                     config->sharedMemBytes,
-                     config->hStream,
-                     wants_cooperative(config)};
-  return launch(f, &l, kernelParams, extra);
+  struct cu_launch l = {{config->gridDimX, config->gridDimY, config->gridDimZ},
+                        {config->blockDimX, config->blockDimY, config->blockDimZ},
+                        config->sharedMemBytes,
+                        wants_cooperative(config)};
+  return launch(f, &l, config->hStream, kernelParams, extra);
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -134,12 +135,9 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                                    unsigned int blockDimY, unsigned int blockDimZ,
                                    unsigned int sharedMemBytes, CUstream hStream,
                                    void **kernelParams) {
-  struct launch l = {{gridDimX, gridDimY, gridDimZ},
-                     {blockDimX, blockDimY, blockDimZ},
-                     sharedMemBytes,
-                     hStream,
-                     true};
-  return launch(f, &l, kernelParams, NULL);
+  struct cu_launch l = {
+      {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes, true};
+  return launch(f, &l, hStream, kernelParams, NULL);
 }
 
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,

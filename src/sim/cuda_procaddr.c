@@ -104,6 +104,17 @@ static const struct proc_entry g_table[] = {
     P("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
     P("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
     P("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
+    E("cuEventQuery", 2000, cuEventQuery),
+    P("cuStreamQuery", 2000, cuStreamQuery, cuStreamQuery_ptsz),
+    E("cuGraphCreate", 10000, cuGraphCreate),
+    E("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode),
+    E("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
+    E("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    P("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
+    E("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+    E("cuGraphDestroy", 10000, cuGraphDestroy),
+    P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
+    P("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),
 };
 
 /* The newest entry for name usable at version; *known says if name exists. */

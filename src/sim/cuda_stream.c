@@ -10,8 +10,14 @@
  * same, and the _ptsz entry points are the same functions.
  *
  * An event records the time at which the work queued before it completes;
- * synchronising on it sleeps until then, and the elapsed time between two
- * events is the simulated time between those points.
+ * synchronising on it sleeps until then, querying it says whether that time
+ * has passed, and the elapsed time between two events is the simulated time
+ * between those points.
+ *
+ * Streams in capture mode (cuda_graph.c) refuse to be synchronised or
+ * queried, and an event recorded in one is "captured": waiting on it,
+ * querying it or timing it is CUDA_ERROR_CAPTURED_EVENT until it is recorded
+ * again outside capture, as with the real driver.
  */
 #include <stdlib.h>
 
@@ -51,8 +57,15 @@ void cu_stream_note_work(struct CUstream_st *s, struct CUctx_st *ctx, uint64_t e
 void cu_destroy_owned(struct cu_obj *obj) {
   switch (obj->kind) {
     case CU_OBJ_STREAM:
+      if (cu_handle_take(obj, obj->kind) == NULL) break;
+      cu_capture_abandon((struct CUstream_st *)obj);
+      free(obj);
+      break;
     case CU_OBJ_EVENT:
       if (cu_handle_take(obj, obj->kind) != NULL) free(obj);
+      break;
+    case CU_OBJ_GRAPH_EXEC:
+      cu_graph_exec_destroy(obj);
       break;
     case CU_OBJ_MODULE:
       cu_module_destroy(obj);
@@ -74,7 +87,7 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
     return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st *s = calloc(1, sizeof(*s));
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *s = (struct CUstream_st){{CU_OBJ_STREAM, ctx}, Flags, 0};
+  *s = (struct CUstream_st){.obj = {CU_OBJ_STREAM, ctx}, .flags = Flags};
   cu_handle_add(s);
   *phStream = s;
   return CUDA_SUCCESS;
@@ -85,6 +98,7 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
   if (rc != CUDA_SUCCESS) return rc;
   struct CUstream_st *s = cu_handle_take(hStream, CU_OBJ_STREAM);
   if (s == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  cu_capture_abandon(s); /* a capture in progress is discarded */
   free(s);
   return CUDA_SUCCESS;
 }
@@ -94,12 +108,24 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   struct CUctx_st *ctx;
   CUresult rc = cu_stream_resolve(hStream, &s, &ctx);
   if (rc != CUDA_SUCCESS) return rc;
+  if ((rc = cu_capture_forbid(s)) != CUDA_SUCCESS) return rc;
   uint64_t end = cu_stream_last_end(s, ctx);
   if (end > vg_sim_now_ns()) vg_sim_sleep_until(end);
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize_ptsz(CUstream hStream) { return cuStreamSynchronize(hStream); }
+
+CUresult cuStreamQuery(CUstream hStream) {
+  struct CUstream_st *s;
+  struct CUctx_st *ctx;
+  CUresult rc = cu_stream_resolve(hStream, &s, &ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if ((rc = cu_capture_forbid(s)) != CUDA_SUCCESS) return rc;
+  return cu_stream_last_end(s, ctx) > vg_sim_now_ns() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream) { return cuStreamQuery(hStream); }
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   struct CUctx_st *ctx;
@@ -110,7 +136,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
     return CUDA_ERROR_INVALID_VALUE;
   struct CUevent_st *e = calloc(1, sizeof(*e));
   if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *e = (struct CUevent_st){{CU_OBJ_EVENT, ctx}, Flags, false, 0};
+  *e = (struct CUevent_st){.obj = {CU_OBJ_EVENT, ctx}, .flags = Flags};
   cu_handle_add(e);
   *phEvent = e;
   return CUDA_SUCCESS;
@@ -124,6 +150,10 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   struct CUstream_st *s;
   struct CUctx_st *ctx;
   if ((rc = cu_stream_resolve(hStream, &s, &ctx)) != CUDA_SUCCESS) return rc;
+  bool captured;
+  if ((rc = cu_capture_event(s, &captured)) != CUDA_SUCCESS) return rc;
+  e->captured = captured;
+  if (captured) return CUDA_SUCCESS; /* it records a point in the graph, not in time */
   e->time = cu_max_u64(vg_sim_now_ns(), cu_stream_last_end(s, ctx));
   e->recorded = true;
   return CUDA_SUCCESS;
@@ -138,8 +168,19 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   if (rc != CUDA_SUCCESS) return rc;
   struct CUevent_st *e = cu_handle_get(hEvent, CU_OBJ_EVENT);
   if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->captured) return CU_ERR_CAPTURED_EVENT;
   if (e->recorded && e->time > vg_sim_now_ns()) vg_sim_sleep_until(e->time);
   return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  CUresult rc = cu_ready();
+  if (rc != CUDA_SUCCESS) return rc;
+  struct CUevent_st *e = cu_handle_get(hEvent, CU_OBJ_EVENT);
+  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->captured) return CU_ERR_CAPTURED_EVENT;
+  /* an event never recorded has nothing to wait for */
+  return e->recorded && e->time > vg_sim_now_ns() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
@@ -149,6 +190,7 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) 
   struct CUevent_st *a = cu_handle_get(hStart, CU_OBJ_EVENT);
   struct CUevent_st *b = cu_handle_get(hEnd, CU_OBJ_EVENT);
   if (a == NULL || b == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if (a->captured || b->captured) return CU_ERR_CAPTURED_EVENT;
   if ((a->flags | b->flags) & EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
   if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
   if (cu_max_u64(a->time, b->time) > vg_sim_now_ns()) return CUDA_ERROR_NOT_READY;

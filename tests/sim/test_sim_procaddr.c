@@ -62,6 +62,22 @@ static void versions(void) {
   CHECK(lookup("cuStreamSynchronize", 12000, PTDS) == sym("cuStreamSynchronize_ptsz"));
   CHECK(lookup("cuEventRecord", 12000, PTDS) == sym("cuEventRecord_ptsz"));
   CHECK(lookup("cuMemcpyHtoD", 12000, PTDS) == sym("cuMemcpyHtoD_v2")); /* no variant */
+  /* completion queries, graphs and stream capture */
+  CHECK(lookup("cuEventQuery", 2000, 0) == sym("cuEventQuery"));
+  CHECK(lookup("cuStreamQuery", 2000, 0) == sym("cuStreamQuery"));
+  CHECK(lookup("cuStreamQuery", 12000, PTDS) == sym("cuStreamQuery_ptsz"));
+  CHECK(lookup("cuGraphCreate", 10000, 0) == sym("cuGraphCreate"));
+  CHECK(lookup("cuGraphAddKernelNode", 11080, 0) == sym("cuGraphAddKernelNode"));
+  CHECK(lookup("cuGraphAddKernelNode", 12000, 0) == sym("cuGraphAddKernelNode_v2"));
+  CHECK(lookup("cuGraphInstantiateWithFlags", 11040, 0) == sym("cuGraphInstantiateWithFlags"));
+  CHECK(lookup("cuGraphLaunch", 12000, 0) == sym("cuGraphLaunch"));
+  CHECK(lookup("cuGraphLaunch", 12000, PTDS) == sym("cuGraphLaunch_ptsz"));
+  CHECK(lookup("cuGraphExecDestroy", 10000, 0) == sym("cuGraphExecDestroy"));
+  CHECK(lookup("cuGraphDestroy", 10000, 0) == sym("cuGraphDestroy"));
+  CHECK(lookup("cuStreamBeginCapture", 10010, 0) == sym("cuStreamBeginCapture_v2"));
+  CHECK(lookup("cuStreamBeginCapture", 12000, PTDS) == sym("cuStreamBeginCapture_v2_ptsz"));
+  CHECK(lookup("cuStreamEndCapture", 10000, 0) == sym("cuStreamEndCapture"));
+  CHECK(lookup("cuStreamEndCapture", 12000, PTDS) == sym("cuStreamEndCapture_ptsz"));
   /* the v1 entry point answers the same */
   void *fn = NULL;
   OK(cuGetProcAddress("cuMemFree", &fn, 12000, 0));
@@ -88,6 +104,13 @@ static void not_found(void) {
   CHECK_CU(cuGetProcAddress_v2("cuLaunchKernelEx", &fn, 11050, 0, &status), CUDA_ERROR_NOT_FOUND);
   CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   CHECK_CU(cuGetProcAddress_v2("cuMemCreate", &fn, 10010, 0, NULL), CUDA_ERROR_NOT_FOUND);
+  /* the first cuStreamBeginCapture (no mode argument) is not simulated */
+  CHECK_CU(cuGetProcAddress_v2("cuStreamBeginCapture", &fn, 10000, 0, &status),
+           CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK_CU(cuGetProcAddress_v2("cuGraphInstantiateWithFlags", &fn, 11030, 0, &status),
+           CUDA_ERROR_NOT_FOUND);
+  CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
   CHECK_CU(cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0), CUDA_ERROR_NOT_FOUND);
   CHECK_CU(cuGetProcAddress_v2(NULL, &fn, 13000, 0, &status), CUDA_ERROR_INVALID_VALUE);
   CHECK_CU(cuGetProcAddress_v2("cuInit", NULL, 13000, 0, &status), CUDA_ERROR_INVALID_VALUE);
@@ -182,10 +205,25 @@ static const char *const g_exports[] = {"cuInit",
                                         "cuLaunchKernelEx_ptsz",
                                         "cuLaunchCooperativeKernel",
                                         "cuLaunchCooperativeKernel_ptsz",
+                                        "cuEventQuery",
+                                        "cuStreamQuery",
+                                        "cuStreamQuery_ptsz",
+                                        "cuGraphCreate",
+                                        "cuGraphAddKernelNode",
+                                        "cuGraphAddKernelNode_v2",
+                                        "cuGraphInstantiateWithFlags",
+                                        "cuGraphLaunch",
+                                        "cuGraphLaunch_ptsz",
+                                        "cuGraphExecDestroy",
+                                        "cuGraphDestroy",
+                                        "cuStreamBeginCapture_v2",
+                                        "cuStreamBeginCapture_v2_ptsz",
+                                        "cuStreamEndCapture",
+                                        "cuStreamEndCapture_ptsz",
                                         NULL};
 
-static const int g_versions[] = {2000,  3020,  4000,  6000,  9000,  10020, 11000, 11020,
-                                 11030, 11040, 11060, 12000, 12050, 12080, 13000};
+static const int g_versions[] = {2000,  3020,  4000,  6000,  9000,  10000, 10010, 10020, 11000,
+                                 11020, 11030, 11040, 11060, 12000, 12050, 12080, 13000};
 
 static void base_name(const char *name, char *base, size_t len) {
   snprintf(base, len, "%s", name);
