@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "region.h"
@@ -19,20 +20,40 @@ static void size_or_unlimited(uint64_t v, char *buf, size_t len) {
     vg_format_size(v, buf, len);
 }
 
+/* GPU time the container submitted in the last complete second, as a
+ * percentage of the device; 0 when it has been idle for longer. */
+static double sm_used_pct(const struct vg_region_device *d) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  uint64_t len = __atomic_load_n(&d->sm_last_window_ns, __ATOMIC_RELAXED);
+  uint64_t used = __atomic_load_n(&d->sm_last_window_used_ns, __ATOMIC_RELAXED);
+  uint64_t start = __atomic_load_n(&d->sm_window_start_ns, __ATOMIC_RELAXED);
+  if (len == 0 || now - start > 2000000000ULL) return 0;
+  double pct = 100.0 * (double)used / (double)len;
+  return pct > 100 ? 100 : pct;
+}
+
+static const char *policy_name(const struct vg_region_device *d) {
+  return d->sm_policy == VG_SM_POLICY_SHARE ? "share" : "hard";
+}
+
 static void print_table(const struct vg_shm *shm) {
   const struct vg_region *r = vg_region_of(shm);
   printf("region %s (layout %u.%u, generation %llu)\n", shm->path, r->header.version_major,
          r->header.version_minor, (unsigned long long)r->generation);
-  printf("%-4s %-42s %-12s %-12s %-10s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT", "SM LIMIT");
+  printf("%-4s %-42s %-10s %-10s %-16s %s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT", "SM LIMIT",
+         "SM USED (last 1 s)");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
-    char used[32], limit[32], sm[16];
+    char used[32], limit[32], sm[32];
     vg_format_size(vg_region_mem_used(r, (int)d), used, sizeof(used));
     size_or_unlimited(vg_region_mem_limit(r, (int)d), limit, sizeof(limit));
     if (r->dev[d].sm_limit)
-      snprintf(sm, sizeof(sm), "%u%%", r->dev[d].sm_limit);
+      snprintf(sm, sizeof(sm), "%u%% (%s)", r->dev[d].sm_limit, policy_name(&r->dev[d]));
     else
       snprintf(sm, sizeof(sm), "unlimited");
-    printf("%-4u %-42s %-12s %-12s %-10s\n", d, r->dev[d].uuid, used, limit, sm);
+    printf("%-4u %-42s %-10s %-10s %-16s %.1f%%\n", d, r->dev[d].uuid, used, limit, sm,
+           sm_used_pct(&r->dev[d]));
   }
   printf("%-8s %-4s %-12s %s\n", "PID", "DEV", "MEM USED", "STATE");
   for (int i = 0; i < VG_MAX_PROCS; i++) {
@@ -53,9 +74,10 @@ static void print_json(const struct vg_shm *shm) {
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
     printf(
         "%s{\"index\":%u,\"uuid\":\"%s\",\"mem_used\":%llu,\"mem_limit\":%llu,"
-        "\"sm_limit\":%u}",
+        "\"sm_limit\":%u,\"sm_policy\":\"%s\",\"sm_used_pct\":%.1f}",
         d ? "," : "", d, r->dev[d].uuid, (unsigned long long)vg_region_mem_used(r, (int)d),
-        (unsigned long long)vg_region_mem_limit(r, (int)d), r->dev[d].sm_limit);
+        (unsigned long long)vg_region_mem_limit(r, (int)d), r->dev[d].sm_limit,
+        policy_name(&r->dev[d]), sm_used_pct(&r->dev[d]));
   printf("],\"processes\":[");
   int first = 1;
   for (int i = 0; i < VG_MAX_PROCS; i++) {
@@ -91,9 +113,13 @@ int vg_cmd_status(int argc, char **argv) {
   }
   vg_shm_close(&shm);
   if (vg_region_open(&shm, path, &err) == 0) {
-    vg_region_lock(&shm);
-    vg_region_reap_locked(&shm);
-    vg_region_unlock(&shm);
+    if (vg_region_lock(&shm) == 0) {
+      vg_region_reap_locked(&shm);
+      vg_region_unlock(&shm);
+    } else {
+      fprintf(stderr, "vgpu status: the lock of %s is unusable; showing it without cleanup\n",
+              path);
+    }
   } else if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) {
     fprintf(stderr, "vgpu status: %s\n", err.msg);
     return 1;

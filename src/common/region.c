@@ -73,8 +73,8 @@ static void repair(void *arg) {
   }
 }
 
-void vg_region_lock(struct vg_shm *shm) {
-  vg_shared_mutex_lock(&vg_region_of(shm)->lock.mutex, repair, shm);
+int vg_region_lock(struct vg_shm *shm) {
+  return vg_shared_mutex_lock(&vg_region_of(shm)->lock.mutex, repair, shm);
 }
 
 void vg_region_unlock(struct vg_shm *shm) {
@@ -99,7 +99,7 @@ int vg_region_device_locked(struct vg_shm *shm, const char *uuid, uint64_t mem_t
 
 int vg_region_join(struct vg_shm *shm, int32_t pid) {
   struct vg_region *r = vg_region_of(shm);
-  vg_region_lock(shm);
+  if (vg_region_lock(shm) != 0) return -1;
   vg_region_reap_locked(shm);
   int slot = -1;
   for (int i = 0; i < VG_MAX_PROCS && slot < 0; i++) {
@@ -113,21 +113,21 @@ int vg_region_join(struct vg_shm *shm, int32_t pid) {
 }
 
 void vg_region_leave(struct vg_shm *shm, int slot) {
-  if (slot < 0 || slot >= VG_MAX_PROCS) return;
-  vg_region_lock(shm);
+  if (slot < 0 || slot >= VG_MAX_PROCS || vg_region_lock(shm) != 0) return;
   drop_slot(vg_region_of(shm), slot);
   vg_region_unlock(shm);
   vg_shm_release_slot(shm, (unsigned)slot);
 }
 
 static bool fits(const struct vg_region_device *d, uint64_t bytes) {
+  if (bytes > UINT64_MAX - d->mem_used) return false; /* no limit still cannot wrap */
   return d->mem_limit == 0 || (d->mem_used <= d->mem_limit && bytes <= d->mem_limit - d->mem_used);
 }
 
 bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
   struct vg_region *r = vg_region_of(shm);
   struct vg_region_device *d = &r->dev[dev];
-  vg_region_lock(shm);
+  if (vg_region_lock(shm) != 0) return false; /* an unusable lock: fail closed */
   bool ok = fits(d, bytes);
   if (!ok && vg_region_reap_locked(shm) > 0) ok = fits(d, bytes);
   if (ok) {
@@ -140,7 +140,7 @@ bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
 
 void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
   struct vg_region *r = vg_region_of(shm);
-  vg_region_lock(shm);
+  if (vg_region_lock(shm) != 0) return;
   uint64_t *mine = &r->proc[slot].mem_used[dev];
   uint64_t give = bytes < *mine ? bytes : *mine;
   add_used(mine, -(int64_t)give);
@@ -152,7 +152,8 @@ void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
 int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct vg_err *err) {
   struct vg_region *r = vg_region_of(shm);
   int rc = 0;
-  vg_region_lock(shm);
+  if (vg_region_lock(shm) != 0)
+    return vg_err_set(err, "the lock of region file %s is unusable; recreate the file", shm->path);
   uint64_t used = r->dev[dev].mem_used;
   if (limit != 0 && limit < used) {
     char a[32], b[32];
@@ -169,7 +170,7 @@ int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct 
 
 void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent) {
   struct vg_region *r = vg_region_of(shm);
-  vg_region_lock(shm);
+  if (vg_region_lock(shm) != 0) return;
   if (r->dev[dev].sm_limit != percent) {
     __atomic_store_n(&r->dev[dev].sm_limit, percent, __ATOMIC_RELAXED);
     __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);

@@ -36,7 +36,7 @@
 
 #define VG_REGION_MAGIC 0x52504756u /* "VGPR" little-endian */
 #define VG_REGION_VERSION_MAJOR 1
-#define VG_REGION_VERSION_MINOR 0
+#define VG_REGION_VERSION_MINOR 1 /* 1.1: compute-limiter fields in the device entry */
 #define VG_MAX_DEVICES 16
 #define VG_MAX_PROCS 1024
 #define VG_UUID_LEN 96
@@ -48,9 +48,20 @@ struct vg_region_device {
   uint64_t mem_used;      /* bytes charged by live processes */
   uint64_t mem_total;     /* physical memory the driver reports */
   uint32_t sm_limit;      /* percent; 0: unlimited */
-  uint32_t flags;
-  uint64_t reserved[8];
+  uint32_t sm_policy;     /* VG_SM_POLICY_* */
+  /* The container's GPU-time bucket (src/lib/limiter.c), under the mutex. */
+  int64_t sm_tokens_ns;            /* GPU time the container may still submit */
+  uint64_t sm_refill_ns;           /* CLOCK_MONOTONIC of the last refill */
+  uint64_t sm_window_start_ns;     /* current 1 s accounting window */
+  uint64_t sm_window_used_ns;      /* GPU time submitted in it */
+  uint64_t sm_last_window_ns;      /* length of the last complete window */
+  uint64_t sm_last_window_used_ns; /* GPU time submitted in it */
+  uint32_t sm_borrow_pct;          /* "share" policy: idle time borrowed, percent */
+  uint32_t sm_reserved32;
+  uint64_t sm_borrow_at_ns; /* when the borrow was last revised */
 };
+
+enum { VG_SM_POLICY_HARD = 0, VG_SM_POLICY_SHARE = 1 };
 
 struct vg_region_proc {
   int32_t pid; /* in the container's PID namespace; 0: free slot */
@@ -84,8 +95,9 @@ static inline struct vg_region *vg_region_of(const struct vg_shm *shm) {
   return (struct vg_region *)shm->base;
 }
 
-/* Lock/unlock the region mutex; a dead holder is repaired transparently. */
-void vg_region_lock(struct vg_shm *shm);
+/* Lock/unlock the region mutex; a dead holder is repaired transparently.
+ * Returns -1 if the mutex is unusable (a corrupt file): callers fail closed. */
+int vg_region_lock(struct vg_shm *shm);
 void vg_region_unlock(struct vg_shm *shm);
 
 /* With the lock held: frees the slots of dead processes and returns their

@@ -148,7 +148,9 @@ int vg_shm_open_private(struct vg_shm *shm, const struct vg_shm_spec *spec, stru
   shm->fd = -1;
   shm->self_slot = -1;
   snprintf(shm->path, sizeof(shm->path), "(private)");
-  void *base = mmap(NULL, spec->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  /* MAP_PRIVATE: a forked child gets a copy of its own rather than a region
+   * it can never reap (no file, so no liveness locks). */
+  void *base = mmap(NULL, spec->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED)
     return vg_err_set(err, "cannot map a private %s: %s", spec->kind, strerror(errno));
   shm->base = base;
@@ -205,18 +207,16 @@ int vg_shared_mutex_init(pthread_mutex_t *mutex) {
   return rc == 0 ? 0 : -1;
 }
 
-void vg_shared_mutex_lock(pthread_mutex_t *mutex, void (*repair)(void *), void *arg) {
+int vg_shared_mutex_lock(pthread_mutex_t *mutex, void (*repair)(void *), void *arg) {
   int rc = pthread_mutex_lock(mutex);
   if (rc == EOWNERDEAD) {
     if (repair != NULL) repair(arg);
     pthread_mutex_consistent(mutex);
-  } else if (rc == ENOTRECOVERABLE) {
-    /* Someone gave up on it without repairing; start it afresh rather than
-     * wedge every process of the container. */
-    vg_shared_mutex_init(mutex);
-    pthread_mutex_lock(mutex);
-    if (repair != NULL) repair(arg);
+    return 0;
   }
+  /* Anything else (ENOTRECOVERABLE, EINVAL from a corrupt mutex) means no
+   * mutual exclusion: callers must not go on as if they held the lock. */
+  return rc == 0 ? 0 : -1;
 }
 
 void vg_shared_mutex_unlock(pthread_mutex_t *mutex) { pthread_mutex_unlock(mutex); }

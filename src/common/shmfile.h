@@ -91,8 +91,9 @@ bool vg_shm_slot_alive(const struct vg_shm *shm, unsigned slot);
 /* Process-shared robust mutex kept inside a shared file. */
 int vg_shared_mutex_init(pthread_mutex_t *mutex);
 /* Locks; if the previous holder died holding it, calls repair(arg) (with the
- * lock held) before marking the mutex consistent again. */
-void vg_shared_mutex_lock(pthread_mutex_t *mutex, void (*repair)(void *), void *arg);
+ * lock held) before marking the mutex consistent again. Returns -1 (not
+ * locked) if the mutex is unusable. */
+int vg_shared_mutex_lock(pthread_mutex_t *mutex, void (*repair)(void *), void *arg);
 void vg_shared_mutex_unlock(pthread_mutex_t *mutex);
 
 #endif

@@ -14,7 +14,18 @@ struct slot {
   int32_t dev;
   uint64_t bytes;
   uint64_t ctx;
+  uint64_t link;
+  uint32_t refs, maps;
 };
+
+static struct vg_alloc value_of(const struct slot *s) {
+  return (struct vg_alloc){.dev = s->dev,
+                           .bytes = s->bytes,
+                           .ctx = s->ctx,
+                           .link = s->link,
+                           .refs = s->refs,
+                           .maps = s->maps};
+}
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slot *g_slots;
@@ -79,15 +90,19 @@ static void erase(struct slot *s) {
 
 int vg_alloc_put(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc value,
                  struct vg_alloc *replaced) {
-  struct slot s = {
-      .key = key, .kind = (uint32_t)kind, .dev = value.dev, .bytes = value.bytes, .ctx = value.ctx};
+  struct slot s = {.key = key,
+                   .kind = (uint32_t)kind,
+                   .dev = value.dev,
+                   .bytes = value.bytes,
+                   .ctx = value.ctx,
+                   .link = value.link,
+                   .refs = value.refs,
+                   .maps = value.maps};
   int rc = 0;
   pthread_mutex_lock(&g_lock);
   struct slot *old = find(s.kind, key);
   if (old != NULL) {
-    replaced->dev = old->dev;
-    replaced->bytes = old->bytes;
-    replaced->ctx = old->ctx;
+    *replaced = value_of(old);
     *old = s;
     rc = 1;
   } else if ((g_count + 1) * 2 > g_cap && !grow()) {
@@ -104,9 +119,7 @@ static bool lookup(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value
   pthread_mutex_lock(&g_lock);
   struct slot *s = find((uint32_t)kind, key);
   if (s != NULL) {
-    value->dev = s->dev;
-    value->bytes = s->bytes;
-    value->ctx = s->ctx;
+    *value = value_of(s);
     if (remove) erase(s);
   }
   pthread_mutex_unlock(&g_lock);
@@ -139,6 +152,23 @@ void vg_alloc_drop_context(uint64_t ctx, uint64_t freed[], int ndev) {
     erase(s); /* shifts a later entry into i: look at i again */
   }
   pthread_mutex_unlock(&g_lock);
+}
+
+int vg_alloc_take_range(enum vg_alloc_kind kind, uint64_t lo, uint64_t hi, struct vg_alloc *out,
+                        int max) {
+  int n = 0;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_cap && n < max;) {
+    struct slot *s = &g_slots[i];
+    if (s->kind != (uint32_t)kind || s->key < lo || s->key >= hi) {
+      i++;
+      continue;
+    }
+    out[n++] = value_of(s);
+    erase(s); /* shifts a later entry into i: look at i again */
+  }
+  pthread_mutex_unlock(&g_lock);
+  return n;
 }
 
 void vg_alloc_reset(void) {

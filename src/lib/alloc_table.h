@@ -19,13 +19,17 @@ enum vg_alloc_kind {
   VG_ALLOC_HANDLE = 2, /* cuMemCreate */
   VG_ALLOC_ARRAY = 3,
   VG_ALLOC_MIPMAP = 4,
-  VG_ALLOC_POOL = 5 /* not memory: a pool and the device it lives on */
+  VG_ALLOC_POOL = 5,   /* not memory: a pool and the device it lives on */
+  VG_ALLOC_MAPPING = 6 /* a cuMemMap of a handle: key = address, link = handle */
 };
 
 struct vg_alloc {
   int dev;        /* region entry */
   uint64_t bytes; /* charged */
   uint64_t ctx;   /* context it was made in (0: not tied to one) */
+  uint64_t link;  /* mappings: the VMM handle they map */
+  uint32_t refs;  /* handles: references the program holds (create, retain) */
+  uint32_t maps;  /* handles: live mappings */
 };
 
 /* Records key. Returns 0, or 1 when key was already recorded (a free we did
@@ -39,6 +43,10 @@ bool vg_alloc_get(enum vg_alloc_kind kind, uint64_t key, struct vg_alloc *value)
 /* Removes every memory/array record made in ctx -- the driver frees them
  * with the context -- and adds their bytes per region entry to freed[]. */
 void vg_alloc_drop_context(uint64_t ctx, uint64_t freed[], int ndev);
+/* Removes up to max records of kind with lo <= key < hi; returns how many
+ * (call again while it returns max). */
+int vg_alloc_take_range(enum vg_alloc_kind kind, uint64_t lo, uint64_t hi, struct vg_alloc *out,
+                        int max);
 /* Forgets everything (a forked child owns none of its parent's memory). */
 void vg_alloc_reset(void);
 

@@ -15,8 +15,18 @@ enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) 
   if (!vg_state_ready()) return vg_state.config_ok ? VG_CHARGE_UNTRACKED : VG_CHARGE_REFUSED;
   CUcontext ctx = NULL;
   if (VG_CU(cuCtxGetCurrent, &ctx) == CUDA_SUCCESS) c->ctx = (uint64_t)(uintptr_t)ctx;
-  if (dev < 0) dev = vg_state_current_device();
-  if (dev < 0) return VG_CHARGE_UNTRACKED; /* no context: the driver will say so */
+  if (dev < 0) {
+    CUdevice ordinal;
+    if (VG_CU(cuCtxGetDevice, &ordinal) != CUDA_SUCCESS)
+      return VG_CHARGE_UNTRACKED; /* no context: the driver will say so */
+    dev = vg_state_device((int)ordinal);
+    if (dev < 0) {
+      /* A device we cannot account for is never used unaccounted. */
+      vg_error("CUDA device %d cannot be accounted in region file %s; refusing the allocation",
+               (int)ordinal, vg_state.shm.path);
+      return VG_CHARGE_OVER;
+    }
+  }
   enum vg_reserve_rc rc = vg_state_reserve(dev, bytes);
   /* A full process table is logged where it happens; the allocation fails
    * as out of memory rather than going through unaccounted. */

@@ -78,6 +78,17 @@ static int apply_managed(struct vg_config *cfg, const char *value, struct vg_err
   return 0;
 }
 
+static int apply_policy(struct vg_config *cfg, const char *value, struct vg_err *err) {
+  if (strcmp(value, "hard") == 0)
+    cfg->sm_policy = VG_SM_POLICY_HARD;
+  else if (strcmp(value, "share") == 0)
+    cfg->sm_policy = VG_SM_POLICY_SHARE;
+  else
+    return vg_err_set(err, "VGPU_SM_POLICY=%s: use 'hard' or 'share'", value);
+  cfg->sm_policy_set = true;
+  return 0;
+}
+
 int vg_config_load(struct vg_config *cfg, char *const *envp, struct vg_err *err) {
   memset(cfg, 0, sizeof(*cfg));
   snprintf(cfg->region_path, sizeof(cfg->region_path), "%s", VG_DEFAULT_REGION_PATH);
@@ -93,6 +104,8 @@ int vg_config_load(struct vg_config *cfg, char *const *envp, struct vg_err *err)
       rc = apply_sm(cfg, e, index, v, &sm_global_set, &sm_global, err);
     else if (strncmp(e, "VGPU_MANAGED_MEMORY=", 20) == 0)
       rc = apply_managed(cfg, e + 20, err);
+    else if (strncmp(e, "VGPU_SM_POLICY=", 15) == 0)
+      rc = apply_policy(cfg, e + 15, err);
     else if (strncmp(e, "CUDA_DEVICE_MEMORY_SHARED_CACHE=", 32) == 0 && e[32] != '\0')
       snprintf(cfg->region_path, sizeof(cfg->region_path), "%s", e + 32);
     if (rc != 0) return rc;

@@ -5,9 +5,9 @@
  * Variables (design.md): CUDA_DEVICE_MEMORY_LIMIT (every device),
  * CUDA_DEVICE_MEMORY_LIMIT_<i> (CUDA ordinal i, wins), the same pair for
  * CUDA_DEVICE_SM_LIMIT, CUDA_DEVICE_MEMORY_SHARED_CACHE (region file), and our
- * own VGPU_MANAGED_MEMORY=count|refuse. A malformed value is an error naming
- * the variable and the value; the caller refuses to run CUDA rather than run
- * without the limit the user meant.
+ * own VGPU_MANAGED_MEMORY=count|refuse and VGPU_SM_POLICY=hard|share. A malformed value is an error
+ * naming the variable and the value; the caller refuses to run CUDA rather than run without the
+ * limit the user meant.
  */
 #ifndef VG_CONFIG_H
 #define VG_CONFIG_H
@@ -25,6 +25,8 @@ struct vg_config {
   bool sm_set[VG_MAX_DEVICES];
   unsigned sm_limit[VG_MAX_DEVICES]; /* 0: unlimited */
   bool refuse_managed;
+  bool sm_policy_set;
+  unsigned sm_policy; /* VG_SM_POLICY_* */
   char region_path[PATH_MAX];
 };
 

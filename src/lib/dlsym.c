@@ -40,9 +40,7 @@ void *vg_redirect_symbol(const char *name, void *sym) {
   if (sym == NULL || name == NULL) return sym;
   bool driver_name = (name[0] == 'c' && name[1] == 'u') || strncmp(name, "nvml", 4) == 0;
   if (!driver_name) return sym;
-  void *hook = vg_hook_by_name(name);
-  if (hook == NULL || hook == sym) return sym;
-  return vg_real_by_name(name) == sym ? hook : sym;
+  return vg_redirect_driver_symbol(name, sym);
 }
 
 VG_EXPORT void *dlsym(void *handle, const char *name) {

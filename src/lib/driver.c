@@ -43,7 +43,7 @@ static void *open_driver(const char *soname) {
   return lib;
 }
 
-static bool g_cuda_ok, g_nvml_ok;
+static bool g_cuda_ok, g_nvml_ok; /* set (release) when a table is filled */
 
 static void load_cuda(void) {
   void *lib = open_driver("libcuda.so.1");
@@ -51,7 +51,7 @@ static void load_cuda(void) {
 #define VG_RESOLVE_CUDA(n) resolve(lib, #n, (void **)&vg_cuda.n);
   VG_CUDA_HOOKS(VG_RESOLVE_CUDA)
   VG_CUDA_USED(VG_RESOLVE_CUDA)
-  g_cuda_ok = true;
+  __atomic_store_n(&g_cuda_ok, true, __ATOMIC_RELEASE);
 }
 
 static void load_nvml(void) {
@@ -60,7 +60,7 @@ static void load_nvml(void) {
 #define VG_RESOLVE_NVML(n) resolve(lib, #n, (void **)&vg_nvml.n);
   VG_NVML_HOOKS(VG_RESOLVE_NVML)
   VG_NVML_USED(VG_RESOLVE_NVML)
-  g_nvml_ok = true;
+  __atomic_store_n(&g_nvml_ok, true, __ATOMIC_RELEASE);
 }
 
 bool vg_cuda_load(void) {
@@ -91,11 +91,29 @@ void *vg_hook_by_name(const char *name) {
 
 static bool is_nvml_name(const char *name) { return strncmp(name, "nvml", 4) == 0; }
 
-void *vg_real_by_name(const char *name) {
+/* True once our table for that library is filled (never waits for it). */
+static bool loaded(const char *name) {
+  return __atomic_load_n(is_nvml_name(name) ? &g_nvml_ok : &g_cuda_ok, __ATOMIC_ACQUIRE);
+}
+
+/* Whether sym is exported by the driver library for name: compared with our
+ * table once it is filled; before that, judged by the library sym lives in
+ * (dladdr), because waiting for the table inside dlsym could deadlock with
+ * the dynamic loader's lock. */
+static bool from_driver(const char *name, const struct hook_entry *e, void *sym) {
+  if (loaded(name)) return *e->real == sym;
+  Dl_info info;
+  if (dladdr(sym, &info) == 0 || info.dli_fname == NULL) return false;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base != NULL ? base + 1 : info.dli_fname;
+  const char *soname = is_nvml_name(name) ? "libnvidia-ml.so" : "libcuda.so";
+  return strncmp(base, soname, strlen(soname)) == 0;
+}
+
+void *vg_redirect_driver_symbol(const char *name, void *sym) {
   const struct hook_entry *e = find(name);
-  if (e == NULL) return NULL;
-  if (is_nvml_name(name) ? !vg_nvml_load() : !vg_cuda_load()) return NULL;
-  return *e->real;
+  if (e == NULL || e->hook == sym) return sym;
+  return from_driver(name, e, sym) ? e->hook : sym;
 }
 
 void *vg_hook_by_real(const void *real) {

@@ -105,7 +105,8 @@ VG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
   CUresult rc = VG_CU(cuMemPoolCreate, pool, props);
   if (rc == CUDA_SUCCESS && props != NULL) {
     bool device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-    remember_pool(*pool, device ? vg_state_device(props->location.id) : -1);
+    int dev = device ? vg_state_device(props->location.id) : -1;
+    remember_pool(*pool, device && dev < 0 ? -2 : dev); /* -2: charge where it is used */
   }
   return rc;
 }
@@ -113,7 +114,10 @@ VG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
 VG_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
   VG_ENTER();
   CUresult rc = VG_CU(cuDeviceGetDefaultMemPool, pool, dev);
-  if (rc == CUDA_SUCCESS) remember_pool(*pool, vg_state_device((int)dev));
+  if (rc == CUDA_SUCCESS) {
+    int entry = vg_state_device((int)dev);
+    remember_pool(*pool, entry < 0 ? -2 : entry);
+  }
   return rc;
 }
 

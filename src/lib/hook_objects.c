@@ -1,9 +1,8 @@
 /*
- * hook_objects.c -- device memory that is not a plain pointer: VMM physical
- * allocations (cuMemCreate) and CUDA arrays.
+ * hook_objects.c -- device memory that is not a plain pointer: CUDA arrays
+ * (VMM allocations are in hook_vmm.c).
  *
- * cuMemCreate names its device in prop->location; memory it places on the
- * host is not charged. Arrays are charged by their texel footprint rounded
+ * Arrays are charged by their texel footprint rounded
  * to the 2 MiB page (the driver's exact tiling is private; this errs on the
  * side of charging more). A format we do not know is charged at 16 bytes per
  * element, the largest of the classic formats with 4 channels.
@@ -13,36 +12,6 @@
 #include "charge.h"
 #include "hooks.h"
 #include "state.h"
-
-VG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                               const CUmemAllocationProp *prop, unsigned long long flags) {
-  VG_ENTER();
-  if (handle == NULL || prop == NULL || size == 0 ||
-      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return VG_CU(cuMemCreate, handle, size, prop, flags);
-  int dev = vg_state_device(prop->location.id);
-  struct vg_charge c;
-  enum vg_charge_rc cr = VG_CHARGE_UNTRACKED;
-  if (dev >= 0)
-    cr = vg_charge_begin(dev, vg_charge_bytes(size), &c);
-  else if (!vg_state_ready() && !vg_state.config_ok)
-    cr = VG_CHARGE_REFUSED;
-  if (vg_charge_error(cr) != CUDA_SUCCESS) return (CUresult)vg_charge_error(cr);
-  CUresult rc = VG_CU(cuMemCreate, handle, size, prop, flags);
-  if (dev < 0) return rc;
-  if (rc != CUDA_SUCCESS)
-    vg_charge_cancel(&c);
-  else if (!vg_charge_commit(&c, VG_ALLOC_HANDLE, *handle)) {
-    VG_CU(cuMemRelease, *handle);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  return rc;
-}
-
-VG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VG_ENTER();
-  VG_FREE_AND_REFUND(VG_ALLOC_HANDLE, handle, VG_CU(cuMemRelease, handle));
-}
 
 static uint64_t element_bytes(CUarray_format format, unsigned channels) {
   uint64_t size = 16; /* unknown format: the largest classic element */

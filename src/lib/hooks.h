@@ -21,35 +21,46 @@
 #define VG_EXPORT __attribute__((visibility("default")))
 
 /* CUDA entry points we replace (exported by libvgpu.so). */
-#define VG_CUDA_HOOKS(X)          \
-  X(cuArray3DCreate_v2)           \
-  X(cuArrayCreate_v2)             \
-  X(cuArrayDestroy)               \
-  X(cuCtxDestroy_v2)              \
-  X(cuDeviceGetDefaultMemPool)    \
-  X(cuDevicePrimaryCtxRelease_v2) \
-  X(cuDevicePrimaryCtxReset_v2)   \
-  X(cuDevicePrimaryCtxRetain)     \
-  X(cuDeviceTotalMem_v2)          \
-  X(cuGetProcAddress)             \
-  X(cuGetProcAddress_v2)          \
-  X(cuInit)                       \
-  X(cuMemAllocAsync)              \
-  X(cuMemAllocAsync_ptsz)         \
-  X(cuMemAllocFromPoolAsync)      \
-  X(cuMemAllocFromPoolAsync_ptsz) \
-  X(cuMemAllocManaged)            \
-  X(cuMemAllocPitch_v2)           \
-  X(cuMemAlloc_v2)                \
-  X(cuMemCreate)                  \
-  X(cuMemFreeAsync)               \
-  X(cuMemFreeAsync_ptsz)          \
-  X(cuMemFree_v2)                 \
-  X(cuMemGetInfo_v2)              \
-  X(cuMemPoolCreate)              \
-  X(cuMemPoolDestroy)             \
-  X(cuMemRelease)                 \
-  X(cuMipmappedArrayCreate)       \
+#define VG_CUDA_HOOKS(X)            \
+  X(cuArray3DCreate_v2)             \
+  X(cuArrayCreate_v2)               \
+  X(cuArrayDestroy)                 \
+  X(cuCtxDestroy_v2)                \
+  X(cuDeviceGetDefaultMemPool)      \
+  X(cuDevicePrimaryCtxRelease_v2)   \
+  X(cuDevicePrimaryCtxReset_v2)     \
+  X(cuDevicePrimaryCtxRetain)       \
+  X(cuDeviceTotalMem_v2)            \
+  X(cuGetProcAddress)               \
+  X(cuGetProcAddress_v2)            \
+  X(cuGraphLaunch)                  \
+  X(cuGraphLaunch_ptsz)             \
+  X(cuInit)                         \
+  X(cuLaunchCooperativeKernel)      \
+  X(cuLaunchCooperativeKernel_ptsz) \
+  X(cuLaunchKernel)                 \
+  X(cuLaunchKernelEx)               \
+  X(cuLaunchKernelEx_ptsz)          \
+  X(cuLaunchKernel_ptsz)            \
+  X(cuMemAllocAsync)                \
+  X(cuMemAllocAsync_ptsz)           \
+  X(cuMemAllocFromPoolAsync)        \
+  X(cuMemAllocFromPoolAsync_ptsz)   \
+  X(cuMemAllocManaged)              \
+  X(cuMemAllocPitch_v2)             \
+  X(cuMemAlloc_v2)                  \
+  X(cuMemCreate)                    \
+  X(cuMemFreeAsync)                 \
+  X(cuMemFreeAsync_ptsz)            \
+  X(cuMemFree_v2)                   \
+  X(cuMemGetInfo_v2)                \
+  X(cuMemMap)                       \
+  X(cuMemPoolCreate)                \
+  X(cuMemPoolDestroy)               \
+  X(cuMemRelease)                   \
+  X(cuMemRetainAllocationHandle)    \
+  X(cuMemUnmap)                     \
+  X(cuMipmappedArrayCreate)         \
   X(cuMipmappedArrayDestroy)
 
 /* CUDA entry points we only call. */
@@ -58,7 +69,17 @@
   X(cuCtxGetDevice)             \
   X(cuDevicePrimaryCtxGetState) \
   X(cuDeviceGetCount)           \
+  X(cuDeviceGetUuid)            \
   X(cuDeviceGetUuid_v2)         \
+  X(cuEventCreate)              \
+  X(cuEventDestroy_v2)          \
+  X(cuEventElapsedTime)         \
+  X(cuEventQuery)               \
+  X(cuEventRecord)              \
+  X(cuEventRecord_ptsz)         \
+  X(cuEventSynchronize)         \
+  X(cuStreamIsCapturing)        \
+  X(cuStreamIsCapturing_ptsz)   \
   X(cuMemGetAllocationGranularity)
 
 /* NVML entry points we replace, and those we only call. */
@@ -66,9 +87,12 @@
   X(nvmlDeviceGetMemoryInfo) \
   X(nvmlDeviceGetMemoryInfo_v2)
 
-#define VG_NVML_USED(X) \
-  X(nvmlDeviceGetIndex) \
-  X(nvmlDeviceGetUUID)
+#define VG_NVML_USED(X)            \
+  X(nvmlDeviceGetHandleByUUID)     \
+  X(nvmlDeviceGetIndex)            \
+  X(nvmlDeviceGetUUID)             \
+  X(nvmlDeviceGetUtilizationRates) \
+  X(nvmlInit_v2)
 
 struct vg_real_cuda {
 #define VG_FIELD(name) __typeof__(name) *name;
@@ -94,8 +118,9 @@ bool vg_nvml_load(void);
 void *vg_hook_by_name(const char *name);
 /* Our hook replacing the real driver function at address real, or NULL. */
 void *vg_hook_by_real(const void *real);
-/* The real driver function of that name, as resolved by vg_*_load. */
-void *vg_real_by_name(const char *name);
+/* For dlsym: our hook if sym is the driver's own export of name, else sym.
+ * Never loads or waits for the driver (dlsym may run under the loader lock). */
+void *vg_redirect_driver_symbol(const char *name, void *sym);
 
 /* Calls the real function, or returns err_value when the driver lacks it. */
 #define VG_REAL(table, name, err_value, ...) \

@@ -52,11 +52,16 @@ static void init_locked(void) {
     return;
   }
   open_region();
-  pthread_atfork(NULL, NULL, after_fork_in_child);
 }
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
 
 bool vg_state_ready(void) {
   if (__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE) == 0) {
+    /* Before the init lock: a fork while another thread initialises must
+     * find the handler that gives the child a fresh lock. */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
     pthread_mutex_lock(&g_init_lock);
     if (g_ready == 0) init_locked();
     __atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);
@@ -89,6 +94,10 @@ static void apply_limits_locked(int dev, int ordinal) {
     r->dev[dev].sm_limit = vg_state.cfg.sm_limit[ordinal];
     __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
   }
+  if (vg_state.cfg.sm_policy_set && r->dev[dev].sm_policy != vg_state.cfg.sm_policy) {
+    r->dev[dev].sm_policy = vg_state.cfg.sm_policy;
+    __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
+  }
   uint64_t want = vg_state.cfg.mem_limit[ordinal];
   if (!vg_state.cfg.mem_set[ordinal] || r->dev[dev].mem_limit == want) return;
   if (want != 0 && want < r->dev[dev].mem_used) {
@@ -106,7 +115,10 @@ static void apply_limits_locked(int dev, int ordinal) {
 }
 
 static int register_device(const char *uuid, uint64_t total, int ordinal) {
-  vg_region_lock(&vg_state.shm);
+  if (vg_region_lock(&vg_state.shm) != 0) {
+    vg_error("the lock of region file %s is unusable; recreate the file", vg_state.shm.path);
+    return -1;
+  }
   vg_region_reap_locked(&vg_state.shm);
   int dev = vg_region_device_locked(&vg_state.shm, uuid, total);
   if (dev >= 0) apply_limits_locked(dev, ordinal);
@@ -129,7 +141,10 @@ int vg_state_device(int ordinal) {
   CUuuid uuid;
   size_t total = 0;
   char text[VG_UUID_LEN];
-  if (VG_CU(cuDeviceGetUuid_v2, &uuid, (CUdevice)ordinal) != CUDA_SUCCESS) return -1;
+  CUresult rc = vg_cuda.cuDeviceGetUuid_v2 != NULL
+                    ? vg_cuda.cuDeviceGetUuid_v2(&uuid, (CUdevice)ordinal)
+                    : VG_CU(cuDeviceGetUuid, &uuid, (CUdevice)ordinal); /* drivers before 11.4 */
+  if (rc != CUDA_SUCCESS) return -1;
   if (VG_CU(cuDeviceTotalMem_v2, &total, (CUdevice)ordinal) != CUDA_SUCCESS) total = 0;
   format_uuid(&uuid, text, sizeof(text));
   dev = register_device(text, total, ordinal);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -36,6 +37,27 @@ static inline int run_probe(const struct vg_env *env, struct vg_run *run, const 
   snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
   char *argv[] = {probe, (char *)a, (char *)b, (char *)c, (char *)d, (char *)e, NULL};
   return vg_run(env, argv, run);
+}
+
+/* Reads device 0's mem_used (and mem_limit) from `vgpu status --json`. */
+static inline unsigned long long region_used(const struct vg_env *env, unsigned long long *limit) {
+  struct vg_run st;
+  char vgpu[512];
+  snprintf(vgpu, sizeof(vgpu), "%s", vg_build_path("bin/vgpu"));
+  char *argv[] = {vgpu, "status", "--json", NULL};
+  if (vg_run(env, argv, &st) != 0) return ~0ULL;
+  char *procs = strstr(st.out, "\"processes\"");
+  if (procs != NULL) *procs = '\0'; /* keep the devices part only */
+  unsigned long long used = ~0ULL;
+  vg_json_u64(st.out, "mem_used", &used);
+  if (limit != NULL && !vg_json_u64(st.out, "mem_limit", limit)) *limit = ~0ULL;
+  return used;
+}
+
+/* Waits (up to 10 s) until device 0 of the region has want bytes charged. */
+static inline void wait_used(const struct vg_env *env, unsigned long long want) {
+  for (int i = 0; i < 400 && region_used(env, NULL) != want; i++) usleep(25000);
+  assert_int_equal(region_used(env, NULL), want);
 }
 
 #endif

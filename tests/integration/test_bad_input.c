@@ -131,6 +131,50 @@ static void test_full_process_table_fails_closed(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* A failed huge request on a device without a limit must not wrap the
+ * counters and wipe what others hold. */
+static void test_huge_request_keeps_accounting(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "hold", "100m", "30", NULL};
+  pid_t holder = vg_spawn(&env, argv);
+  wait_used(&env, 100 * MiB);
+  run_probe(&env, &run, "alloc", "mem", "18446744073709551615", "1", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 0);
+  assert_int_equal(region_used(&env, NULL), 100 * MiB);
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  vg_env_cleanup(&env);
+}
+
+/* Every device entry of the region taken by other GPUs: this process's GPU
+ * cannot be accounted, so its allocations fail instead of going unlimited. */
+static void test_unaccountable_device_fails_closed(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "64m");
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, env.cache, &err), 0);
+  assert_int_equal(vg_region_lock(&shm), 0);
+  for (int i = 0; i < VG_MAX_DEVICES; i++) {
+    char uuid[64];
+    snprintf(uuid, sizeof(uuid), "GPU-other-%d", i);
+    assert_true(vg_region_device_locked(&shm, uuid, 0) >= 0);
+  }
+  vg_region_unlock(&shm);
+  vg_shm_close(&shm);
+  run_probe(&env, &run, "alloc", "mem", "8m", "4", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 0);
+  assert_int_equal(json_num(run.out, "last_rc"), 2);
+  assert_non_null(strstr(run.err, "cannot be accounted"));
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_letters),
@@ -142,6 +186,8 @@ int main(void) {
       cmocka_unit_test(test_foreign_region_file),
       cmocka_unit_test(test_corrupt_same_size),
       cmocka_unit_test(test_full_process_table_fails_closed),
+      cmocka_unit_test(test_huge_request_keeps_accounting),
+      cmocka_unit_test(test_unaccountable_device_fails_closed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,12 @@ static void test_vmm(void **s) {
   (void)s;
   limit_stops_kind("vmm", "8m", 8);
 }
+/* Released right after mapping, as NVIDIA's samples do: the memory lives
+ * until unmapped, so it must stay charged until then. */
+static void test_vmm_mapped_after_release(void **s) {
+  (void)s;
+  limit_stops_kind("vmmmap", "8m", 8);
+}
 static void test_array(void **s) {
   (void)s;
   limit_stops_kind("array", "8m", 8);
@@ -158,6 +164,7 @@ int main(void) {
       cmocka_unit_test(test_async),
       cmocka_unit_test(test_pool),
       cmocka_unit_test(test_vmm),
+      cmocka_unit_test(test_vmm_mapped_after_release),
       cmocka_unit_test(test_array),
       cmocka_unit_test(test_array3d),
       cmocka_unit_test(test_mipmap),

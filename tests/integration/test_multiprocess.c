@@ -10,26 +10,6 @@
 
 static struct vg_run run;
 
-/* Reads device 0's mem_used (and mem_limit) from `vgpu status --json`. */
-static unsigned long long region_used(const struct vg_env *env, unsigned long long *limit) {
-  struct vg_run st;
-  char vgpu[512];
-  snprintf(vgpu, sizeof(vgpu), "%s", vg_build_path("bin/vgpu"));
-  char *argv[] = {vgpu, "status", "--json", NULL};
-  if (vg_run(env, argv, &st) != 0) return ~0ULL;
-  char *procs = strstr(st.out, "\"processes\"");
-  if (procs != NULL) *procs = '\0'; /* keep the devices part only */
-  unsigned long long used = ~0ULL;
-  vg_json_u64(st.out, "mem_used", &used);
-  if (limit != NULL && !vg_json_u64(st.out, "mem_limit", limit)) *limit = ~0ULL;
-  return used;
-}
-
-static void wait_used(const struct vg_env *env, unsigned long long want) {
-  for (int i = 0; i < 400 && region_used(env, NULL) != want; i++) usleep(25000);
-  assert_int_equal(region_used(env, NULL), want);
-}
-
 static void test_race_never_exceeds(void **s) {
   (void)s;
   enum { N = 8 };

@@ -14,15 +14,21 @@
  *                                 release, destroy) without freeing, then
  *                                 allocate SIZE until out of memory
  *   probe threads T SIZE          T threads allocate SIZE until out of memory
+ *   probe launch KIND SECONDS [MS] launch an empty kernel for SECONDS and report
+ *                                 kernels/s (every MS ms too, if given); KIND:
+ *                                 kernel ptsz ex coop graph capture
  * PROBE_DEVICE selects the CUDA device (default 0), PROBE_NVML_INDEX the
  * NVML device meminfo reads (default 0).
- * KIND: mem pitch managed async pool vmm array array3d mipmap
+ * KIND: mem pitch managed async pool vmm vmmmap array array3d mipmap
+ * (vmmmap: create, map, then release the handle at once -- the VMM idiom)
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda_abi.h"
@@ -72,6 +78,8 @@ struct object {
   unsigned long long value;
 };
 
+static size_t g_vmm_size; /* vmmmap: every mapping has this size */
+
 static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
   CUdeviceptr p = 0;
   CUresult rc;
@@ -94,6 +102,15 @@ static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
     CUmemGenericAllocationHandle h = 0;
     rc = cuMemCreate(&h, size, &prop, 0);
     p = h;
+  } else if (strcmp(kind, "vmmmap") == 0) {
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemGenericAllocationHandle h = 0;
+    rc = cuMemCreate(&h, size, &prop, 0);
+    if (rc == CUDA_SUCCESS && (rc = cuMemAddressReserve(&p, size, 0, 0, 0)) == CUDA_SUCCESS &&
+        (rc = cuMemMap(p, size, 0, h, 0)) == CUDA_SUCCESS)
+      rc = cuMemRelease(h); /* still mapped: the memory stays */
+    g_vmm_size = size;
   } else if (strcmp(kind, "array") == 0) {
     CUDA_ARRAY_DESCRIPTOR d = {
         .Width = size / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
@@ -124,6 +141,10 @@ static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
 }
 
 static CUresult free_one(const char *kind, struct object *o) {
+  if (strcmp(kind, "vmmmap") == 0) {
+    CUresult rc = cuMemUnmap(o->value, g_vmm_size);
+    return rc != CUDA_SUCCESS ? rc : cuMemAddressFree(o->value, g_vmm_size);
+  }
   if (strcmp(kind, "async") == 0 || strcmp(kind, "pool") == 0)
     return cuMemFreeAsync(o->value, NULL);
   if (strcmp(kind, "vmm") == 0) return cuMemRelease(o->value);
@@ -303,6 +324,101 @@ static int cmd_threads(int threads, size_t size) {
   return 0;
 }
 
+static const char g_nop_ptx[] =
+    ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry vg_nop()\n{\n\tret;\n}\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#define GRAPH_NODES 4
+
+/* A graph of GRAPH_NODES kernels, built directly or by stream capture. */
+static CUgraphExec make_graph(CUfunction f, bool capture, CUstream stream) {
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  if (capture) {
+    if (cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) != 0) fail("capture", 0);
+    for (int i = 0; i < GRAPH_NODES; i++)
+      cuLaunchKernel(f, 432, 1, 1, 256, 1, 1, 0, stream, NULL, NULL);
+    if (cuStreamEndCapture(stream, &graph) != 0) fail("endcapture", 0);
+  } else {
+    if (cuGraphCreate(&graph, 0) != 0) fail("graphcreate", 0);
+    CUDA_KERNEL_NODE_PARAMS p = {.func = f,
+                                 .gridDimX = 432,
+                                 .gridDimY = 1,
+                                 .gridDimZ = 1,
+                                 .blockDimX = 256,
+                                 .blockDimY = 1,
+                                 .blockDimZ = 1};
+    CUgraphNode node;
+    for (int i = 0; i < GRAPH_NODES; i++)
+      if (cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &p) != 0) fail("addnode", 0);
+  }
+  if (cuGraphInstantiateWithFlags(&exec, graph, 0) != 0) fail("instantiate", 0);
+  return exec;
+}
+
+/* One submission of kind; returns the kernels it carries. */
+static int submit(const char *kind, CUfunction f, CUgraphExec exec, CUstream stream) {
+  CUresult rc;
+  int kernels = 1;
+  if (strcmp(kind, "kernel") == 0) {
+    rc = cuLaunchKernel(f, 432, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+  } else if (strcmp(kind, "ptsz") == 0) {
+    rc = cuLaunchKernel_ptsz(f, 432, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+  } else if (strcmp(kind, "ex") == 0) {
+    CUlaunchConfig cfg = {.gridDimX = 432,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 256,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = NULL};
+    rc = cuLaunchKernelEx(&cfg, f, NULL, NULL);
+  } else if (strcmp(kind, "coop") == 0) {
+    rc = cuLaunchCooperativeKernel(f, 108, 1, 1, 256, 1, 1, 0, NULL, NULL);
+  } else {
+    rc = cuGraphLaunch(exec, stream);
+    kernels = GRAPH_NODES;
+  }
+  if (rc != CUDA_SUCCESS) fail(kind, rc);
+  return kernels;
+}
+
+static int cmd_launch(const char *kind, double seconds, int interval_ms) {
+  setup();
+  CUmodule mod;
+  CUfunction f;
+  CUstream stream = NULL;
+  if (cuModuleLoadData(&mod, g_nop_ptx) != 0 || cuModuleGetFunction(&f, mod, "vg_nop") != 0)
+    fail("module", 0);
+  bool graph = strcmp(kind, "graph") == 0, capture = strcmp(kind, "capture") == 0;
+  if ((graph || capture) && cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != 0) fail("stream", 0);
+  CUgraphExec exec = (graph || capture) ? make_graph(f, capture, stream) : NULL;
+  double start = now_s(), mark = start;
+  long total = 0, since_mark = 0;
+  for (int i = 1; now_s() - start < seconds; i++) {
+    int k = submit(kind, f, exec, stream);
+    total += k;
+    since_mark += k;
+    if (i % 16 == 0) cuCtxSynchronize();
+    if (interval_ms > 0 && now_s() - mark >= interval_ms / 1000.0) {
+      printf("{\"t\":%.2f,\"interval_per_s\":%.1f}\n", now_s() - start,
+             since_mark / (now_s() - mark));
+      fflush(stdout);
+      mark = now_s();
+      since_mark = 0;
+    }
+  }
+  cuCtxSynchronize();
+  printf("{\"kind\":\"%s\",\"kernels\":%ld,\"per_s\":%.1f}\n", kind, total,
+         total / (now_s() - start));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && strcmp(argv[1], "alloc") == 0)
     return cmd_alloc(argv[2], arg_size(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
@@ -315,6 +431,8 @@ int main(int argc, char **argv) {
     return cmd_teardown(argv[2], arg_size(argv[3]), atoi(argv[4]));
   if (argc >= 4 && strcmp(argv[1], "threads") == 0)
     return cmd_threads(atoi(argv[2]), arg_size(argv[3]));
-  fprintf(stderr, "usage: probe alloc|hold|meminfo|dl|gpa|freebad|teardown|threads ...\n");
+  if (argc >= 4 && strcmp(argv[1], "launch") == 0)
+    return cmd_launch(argv[2], atof(argv[3]), argc > 4 ? atoi(argv[4]) : 0);
+  fprintf(stderr, "usage: probe alloc|hold|meminfo|dl|gpa|freebad|teardown|threads|launch ...\n");
   return 2;
 }

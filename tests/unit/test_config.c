@@ -62,15 +62,18 @@ static void test_errors(void **s) {
   bad("CUDA_DEVICE_SM_LIMIT_1=200", "0 to 100");
   bad("VGPU_MANAGED_MEMORY=maybe", "'count' or 'refuse'");
   bad("CUDA_DEVICE_MEMORY_LIMIT=", "empty");
+  bad("VGPU_SM_POLICY=soft", "'hard' or 'share'");
 }
 
 static void test_managed_switch(void **s) {
   (void)s;
-  char *env[] = {"VGPU_MANAGED_MEMORY=refuse", NULL};
+  char *env[] = {"VGPU_MANAGED_MEMORY=refuse", "VGPU_SM_POLICY=share", NULL};
   struct vg_config cfg;
   struct vg_err err;
   assert_int_equal(vg_config_load(&cfg, env, &err), 0);
   assert_true(cfg.refuse_managed);
+  assert_true(cfg.sm_policy_set);
+  assert_int_equal(cfg.sm_policy, VG_SM_POLICY_SHARE);
 }
 
 int main(void) {

@@ -157,6 +157,41 @@ static void test_join_and_leave(void **s) {
   vg_shm_close(&shm);
 }
 
+/* A mutex that fails to lock gives no exclusion: reservations must fail. */
+static void test_corrupt_mutex_fails_closed(void **s) {
+  (void)s;
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, g_path, &err), 0);
+  int slot = vg_region_join(&shm, getpid());
+  assert_true(slot >= 0);
+  assert_int_equal(vg_region_lock(&shm), 0);
+  vg_region_device_locked(&shm, "GPU-x", 0);
+  vg_region_unlock(&shm);
+  memset(&vg_region_of(&shm)->lock, 0xff, sizeof(vg_region_of(&shm)->lock));
+  assert_int_equal(vg_region_lock(&shm), -1);
+  assert_false(vg_region_reserve(&shm, slot, 0, 1));
+  assert_int_equal(vg_region_set_mem_limit(&shm, 0, 10, &err), -1);
+  assert_non_null(strstr(err.msg, "unusable"));
+  vg_shm_close(&shm);
+}
+
+/* No limit is no licence to wrap the counters. */
+static void test_reserve_cannot_overflow(void **s) {
+  (void)s;
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, g_path, &err), 0);
+  int slot = vg_region_join(&shm, getpid());
+  assert_int_equal(vg_region_lock(&shm), 0);
+  int dev = vg_region_device_locked(&shm, "GPU-x", 0);
+  vg_region_unlock(&shm);
+  assert_true(vg_region_reserve(&shm, slot, dev, 100 * MiB));
+  assert_false(vg_region_reserve(&shm, slot, dev, UINT64_MAX));
+  assert_int_equal(vg_region_mem_used(vg_region_of(&shm), dev), 100 * MiB);
+  vg_shm_close(&shm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
@@ -164,6 +199,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_reserve_is_exact, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dead_processes_reaped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_join_and_leave, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_mutex_fails_closed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reserve_cannot_overflow, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,115 @@
+/* limiter.c -- see limiter.h. */
+#include "limiter.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include "hooks.h"
+#include "state.h"
+
+#define NS_PER_S 1000000000ULL
+#define BURST_NS (20ULL * 1000 * 1000) /* bucket depth: 20 ms of wall time */
+#define DEBT_NS (1ULL * 1000 * 1000)   /* sleep once 1 ms of GPU time is owed */
+#define BORROW_PERIOD_NS (100ULL * 1000 * 1000)
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+bool vg_limiter_engaged(void) {
+  if (!vg_state_ready()) return false;
+  for (int i = 0; i < VG_MAX_DEVICES; i++)
+    if (vg_state.cfg.sm_set[i] && vg_state.cfg.sm_limit[i] != 0) return true;
+  const struct vg_region *r = vg_region_of(&vg_state.shm);
+  uint32_t n = __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
+  for (uint32_t d = 0; d < n && d < VG_MAX_DEVICES; d++)
+    if (__atomic_load_n(&r->dev[d].sm_limit, __ATOMIC_RELAXED) != 0) return true;
+  return false;
+}
+
+unsigned vg_limiter_percent(int dev) {
+  if (dev < 0 || dev >= VG_MAX_DEVICES) return 0;
+  unsigned pct = __atomic_load_n(&vg_region_of(&vg_state.shm)->dev[dev].sm_limit, __ATOMIC_RELAXED);
+  return pct >= 100 ? 0 : pct;
+}
+
+/* Device utilisation in percent from NVML, or -1. */
+static int device_utilisation(const char *uuid) {
+  static int nvml_ready = -1;
+  if (nvml_ready < 0) nvml_ready = vg_nvml_load() && VG_NV(nvmlInit_v2) == NVML_SUCCESS;
+  nvmlDevice_t handle;
+  nvmlUtilization_t u;
+  if (!nvml_ready || VG_NV(nvmlDeviceGetHandleByUUID, uuid, &handle) != NVML_SUCCESS ||
+      VG_NV(nvmlDeviceGetUtilizationRates, handle, &u) != NVML_SUCCESS)
+    return -1;
+  return (int)u.gpu;
+}
+
+/* "share" policy: lend idle time, take it back when there is none. Lock held. */
+static void revise_borrow(struct vg_region_device *d, unsigned pct, uint64_t now) {
+  if (d->sm_policy != VG_SM_POLICY_SHARE) {
+    d->sm_borrow_pct = 0;
+    return;
+  }
+  if (now - d->sm_borrow_at_ns < BORROW_PERIOD_NS) return;
+  d->sm_borrow_at_ns = now;
+  int util = device_utilisation(d->uuid);
+  if (util < 0) return;
+  unsigned idle = util >= 100 ? 0 : 100 - (unsigned)util;
+  unsigned borrow = idle > 5 ? d->sm_borrow_pct + idle / 2 : d->sm_borrow_pct / 2;
+  d->sm_borrow_pct = borrow > 100 - pct ? 100 - pct : borrow;
+}
+
+/* Adds what the bucket earned since the last refill. Lock held. */
+static void refill(struct vg_region_device *d, unsigned pct, uint64_t now) {
+  if (d->sm_refill_ns == 0 || now < d->sm_refill_ns || now - d->sm_refill_ns > NS_PER_S) {
+    d->sm_tokens_ns = (int64_t)(BURST_NS * pct / 100); /* first use, or idle long enough */
+  } else {
+    int64_t earned = (int64_t)((now - d->sm_refill_ns) * pct / 100);
+    int64_t depth = (int64_t)(BURST_NS * pct / 100);
+    d->sm_tokens_ns = d->sm_tokens_ns + earned > depth ? depth : d->sm_tokens_ns + earned;
+  }
+  d->sm_refill_ns = now;
+}
+
+/* One-second windows of submitted GPU time, for vgpu status. Lock held. */
+static void account(struct vg_region_device *d, uint64_t cost, uint64_t now) {
+  if (d->sm_window_start_ns == 0 || now < d->sm_window_start_ns) d->sm_window_start_ns = now;
+  if (now - d->sm_window_start_ns >= NS_PER_S) {
+    __atomic_store_n(&d->sm_last_window_ns, now - d->sm_window_start_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->sm_last_window_used_ns, d->sm_window_used_ns, __ATOMIC_RELAXED);
+    d->sm_window_start_ns = now;
+    d->sm_window_used_ns = 0;
+  }
+  d->sm_window_used_ns += cost;
+}
+
+/* Charges cost; returns how long to wait before submitting. */
+static uint64_t take(int dev, uint64_t cost) {
+  struct vg_region_device *d = &vg_region_of(&vg_state.shm)->dev[dev];
+  uint64_t now = now_ns(), wait = 0;
+  if (vg_region_lock(&vg_state.shm) != 0) return 0; /* logged where the region is opened */
+  unsigned pct = d->sm_limit;
+  if (pct > 0 && pct < 100) {
+    revise_borrow(d, pct, now);
+    pct += d->sm_borrow_pct;
+    refill(d, pct, now);
+    d->sm_tokens_ns -= (int64_t)cost;
+    if (d->sm_tokens_ns < -(int64_t)DEBT_NS) wait = (uint64_t)(-d->sm_tokens_ns) * 100 / pct;
+  }
+  account(d, cost, now);
+  vg_region_unlock(&vg_state.shm);
+  return wait;
+}
+
+void vg_limiter_admit(int dev, uint64_t cost_ns) {
+  uint64_t wait = take(dev, cost_ns);
+  if (wait == 0) return;
+  struct timespec ts = {.tv_sec = (time_t)(wait / NS_PER_S), .tv_nsec = (long)(wait % NS_PER_S)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void vg_limiter_charge(int dev, uint64_t cost_ns) { take(dev, cost_ns); }

@@ -1,0 +1,39 @@
+/*
+ * limiter.h -- the container's share of GPU time (CUDA_DEVICE_SM_LIMIT).
+ *
+ * A token bucket per device in the region file, shared by every process of
+ * the container and measured in nanoseconds of GPU time: it fills at
+ * limit% of wall-clock time (at most 20 ms worth ahead) and each submission
+ * takes its estimated GPU time (estimate.h). A submission that leaves the
+ * bucket more than 1 ms in debt waits until the debt is repaid, so the
+ * container's work reaches the GPU at limit% of its capacity whatever the
+ * kernel sizes, the number of processes, or the size of the GPU.
+ *
+ * Policies (VGPU_SM_POLICY, per device in the region):
+ *  - hard (default): limit% even on an idle GPU, as the seeds expect.
+ *  - share: work-conserving. Every 100 ms the device's measured utilisation
+ *    is read through NVML; idle time is lent to the container (additive
+ *    increase) and withdrawn as soon as the GPU has no idle time left
+ *    (halving), so a tenant borrows while others are quiet and returns to
+ *    its share when they run.
+ */
+#ifndef VG_LIMITER_H
+#define VG_LIMITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* True when some device of this container has a compute limit (or this
+ * process brings one): only then do launches take the slow path. */
+bool vg_limiter_engaged(void);
+
+/* The compute limit in percent of region entry dev (0: none). */
+unsigned vg_limiter_percent(int dev);
+
+/* Takes cost_ns from dev's bucket and waits as long as the bucket requires. */
+void vg_limiter_admit(int dev, uint64_t cost_ns);
+
+/* Takes cost_ns without waiting (a submission already made). */
+void vg_limiter_charge(int dev, uint64_t cost_ns);
+
+#endif

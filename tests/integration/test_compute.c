@@ -1,0 +1,195 @@
+/* test_compute.c -- the compute limit holds on the simulated GPU for every
+ * way work is submitted, for the container as a whole, and follows live
+ * changes. Bounds are generous on purpose: accuracy is measured by
+ * bench/sm-accuracy.sh, not asserted here. */
+#include <signal.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+static struct vg_run run;
+
+/* Kernels per second of probe `launch KIND SECONDS` in env. */
+static double rate(struct vg_env *env, const char *kind, const char *seconds) {
+  run_probe(env, &run, "launch", kind, seconds, NULL, NULL);
+  unsigned long long per_s = 0;
+  if (!vg_json_u64(run.out, "per_s", &per_s)) fail_msg("no rate: %s %s", run.out, run.err);
+  return (double)per_s;
+}
+
+static double g_unlimited;
+
+static int measure_unlimited(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  g_unlimited = rate(&env, "kernel", "0.6");
+  vg_env_cleanup(&env);
+  return g_unlimited > 0 ? 0 : -1;
+}
+
+static void limited_kind(const char *kind) {
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "25");
+  double share = rate(&env, kind, "0.6") / g_unlimited;
+  if (share < 0.12 || share > 0.40) fail_msg("%s at 25%%: got %.1f%%", kind, 100 * share);
+  vg_env_cleanup(&env);
+}
+
+static void test_kernel(void **s) {
+  (void)s;
+  limited_kind("kernel");
+}
+static void test_ptsz(void **s) {
+  (void)s;
+  limited_kind("ptsz");
+}
+static void test_ex(void **s) {
+  (void)s;
+  limited_kind("ex");
+}
+static void test_cooperative(void **s) {
+  (void)s;
+  limited_kind("coop");
+}
+static void test_graph(void **s) {
+  (void)s;
+  limited_kind("graph");
+}
+static void test_captured_graph(void **s) {
+  (void)s;
+  limited_kind("capture");
+}
+
+static void test_unlimited_is_not_throttled(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "0");
+  double share = rate(&env, "kernel", "0.6") / g_unlimited;
+  if (share < 0.7) fail_msg("no limit, yet %.1f%% of the unlimited rate", 100 * share);
+  vg_env_cleanup(&env);
+}
+
+/* Two processes of one container share one limit. */
+static void test_limit_is_per_container(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "40");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "launch", "kernel", "1.5", NULL};
+  pid_t a = vg_spawn(&env, argv), b = vg_spawn(&env, argv);
+  assert_int_equal(vg_wait(a), 0);
+  assert_int_equal(vg_wait(b), 0);
+  double total = 0;
+  pid_t pids[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    char out[8192];
+    unsigned long long per_s = 0;
+    vg_spawn_output(&env, pids[i], out, sizeof(out));
+    assert_true(vg_json_u64(out, "per_s", &per_s));
+    total += (double)per_s;
+  }
+  double share = total / g_unlimited;
+  if (share < 0.28 || share > 0.55) fail_msg("two processes at 40%%: together %.1f%%", 100 * share);
+  vg_env_cleanup(&env);
+}
+
+/* Rate of the last interval line before the summary line of out. */
+static double last_interval(const char *out) {
+  const char *p = NULL;
+  for (const char *q = strstr(out, "interval_per_s"); q; q = strstr(q + 1, "interval_per_s")) p = q;
+  return p != NULL ? atof(p + strlen("interval_per_s") + 2) : -1;
+}
+
+static double first_interval(const char *out) {
+  const char *p = strstr(out, "interval_per_s");
+  return p != NULL ? atof(p + strlen("interval_per_s") + 2) : -1;
+}
+
+static void test_vgpu_set_changes_running_process(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "10");
+  char probe[512], vgpu[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  snprintf(vgpu, sizeof(vgpu), "%s", vg_build_path("bin/vgpu"));
+  char *argv[] = {probe, "launch", "kernel", "2.5", "400", NULL};
+  pid_t p = vg_spawn(&env, argv);
+  usleep(1200000);
+  char *set[] = {vgpu, "set", "--cores", "80", NULL};
+  struct vg_run r;
+  assert_int_equal(vg_run(&env, set, &r), 0);
+  assert_int_equal(vg_wait(p), 0);
+  char out[16384];
+  vg_spawn_output(&env, p, out, sizeof(out));
+  double before = first_interval(out) / g_unlimited, after = last_interval(out) / g_unlimited;
+  if (before > 0.3 || after < 0.5)
+    fail_msg("10%% then 80%%: %.1f%% then %.1f%%", 100 * before, 100 * after);
+  vg_env_cleanup(&env);
+}
+
+/* Seed 001: a new process with CUDA_DEVICE_SM_LIMIT changes the container's
+ * limit, and processes already running follow it. */
+static void test_new_process_changes_limit(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "80");
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "launch", "kernel", "2.5", "400", NULL};
+  pid_t p = vg_spawn(&env, argv);
+  usleep(1000000);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "10");
+  rate(&env, "kernel", "0.2");
+  assert_int_equal(vg_wait(p), 0);
+  char out[16384];
+  vg_spawn_output(&env, p, out, sizeof(out));
+  double before = first_interval(out) / g_unlimited, after = last_interval(out) / g_unlimited;
+  if (before < 0.5 || after > 0.3)
+    fail_msg("80%% then 10%%: %.1f%% then %.1f%%", 100 * before, 100 * after);
+  vg_env_cleanup(&env);
+}
+
+static void test_status_shows_limit_and_use(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "30");
+  char probe[512], vgpu[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  snprintf(vgpu, sizeof(vgpu), "%s", vg_build_path("bin/vgpu"));
+  char *argv[] = {probe, "launch", "kernel", "2.6", NULL};
+  pid_t p = vg_spawn(&env, argv);
+  usleep(2300000);
+  char *status[] = {vgpu, "status", NULL};
+  assert_int_equal(vg_run(&env, status, &run), 0);
+  assert_int_equal(vg_wait(p), 0);
+  if (strstr(run.out, "30% (hard)") == NULL) fail_msg("status: %s", run.out);
+  const char *used = strstr(run.out, "(hard)");
+  double pct = used != NULL ? atof(used + 6) : -1;
+  if (pct < 15 || pct > 45) fail_msg("SM used %.1f%% at a 30%% limit: %s", pct, run.out);
+  vg_env_cleanup(&env);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernel),
+      cmocka_unit_test(test_ptsz),
+      cmocka_unit_test(test_ex),
+      cmocka_unit_test(test_cooperative),
+      cmocka_unit_test(test_graph),
+      cmocka_unit_test(test_captured_graph),
+      cmocka_unit_test(test_unlimited_is_not_throttled),
+      cmocka_unit_test(test_limit_is_per_container),
+      cmocka_unit_test(test_vgpu_set_changes_running_process),
+      cmocka_unit_test(test_new_process_changes_limit),
+      cmocka_unit_test(test_status_shows_limit_and_use),
+  };
+  return cmocka_run_group_tests(tests, measure_unlimited, NULL);
+}
