@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh -- libvgpu's memory isolation on a real NVIDIA GPU.
+# tests/gpu/run.sh -- libvgpu's memory isolation (and, reported, the SM
+# limit's accuracy: tests/gpu/sm-accuracy.sh) on a real NVIDIA GPU.
 #
 # The same checks the simulator-based tests make, against NVIDIA's own
 # driver: build/bin/vgpu-burn (driver API, embedded PTX), PyTorch, CuPy and
@@ -299,6 +300,27 @@ check_sigkill() {
   fi
 }
 
+# 10. CUDA_DEVICE_SM_LIMIT accuracy: sm-accuracy.sh's table (vgpu-burn big and
+# small kernels, a PyTorch matmul loop; limits 10 30 50 90). Timing is
+# reported, not asserted: the check fails only if a workload fails to run.
+# About 1.5 minutes; VGPU_GPU_SM=0 skips it.
+check_sm_accuracy() {
+  if [ "${VGPU_GPU_SM:-1}" = 0 ]; then
+    skip "10 SM-limit accuracy (VGPU_GPU_SM=0)"
+    return
+  fi
+  local out=$tmp/c10.out summary
+  VGPU_BUILD_DIR="$build" bash "$root/tests/gpu/sm-accuracy.sh" >"$out" 2>&1
+  local rc=$?
+  sed 's/^/    /' "$out"
+  summary=$(tail -n 1 "$out")
+  if [ $rc -eq 0 ]; then
+    pass "10 SM-limit accuracy table above (${summary#sm-accuracy: }; misses of +-5 points are reported, not failed)"
+  else
+    fail "10 SM-limit accuracy: a workload failed to run (exit $rc; table above)"
+  fi
+}
+
 check_limit
 check_raise
 check_shared
@@ -309,6 +331,7 @@ check_cupy
 check_kernels
 check_no_limit
 check_sigkill
+check_sm_accuracy
 
 [ $skipped -gt 0 ] && echo "($skipped skipped)"
 echo "$passed passed, $failed failed"
