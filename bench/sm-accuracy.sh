@@ -295,6 +295,7 @@ part_pair() {
     local pb=$bg_pid
     wait "$pa" || fail "$a" "vgpu-burn --shape $shape (pair, limit 30)"
     wait "$pb" || fail "$b" "vgpu-burn --shape $shape (pair, limit 70)"
+    children=()
     read -r ka kb la lb < <(pair_window "$a" "$b")
     if [ "$ka" = 0 ] && [ "$kb" = 0 ]; then
       echo "sm-accuracy: pair $shape: the two runs did not overlap (no common --series interval)" >&2
@@ -380,6 +381,7 @@ part_settle() {
       { wait "$pid" || true; fail "$out" "vgpu-burn (settle, $shape)"; }
     t2=$(set_cores "$cache" 30 "$out.set2")
     wait "$pid" || fail "$out" "vgpu-burn (settle, $shape)"
+    children=()
     start=$(json_num "$out" start_epoch)
     series "$out" >"$out.series"
     tend=$(tail -n 1 "$out.series" | cut -d' ' -f1)
