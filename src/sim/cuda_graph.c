@@ -19,14 +19,14 @@
  * mode (the default streams cannot capture here). Kernel launches on it
  * (every cuLaunch* entry point) and graph launches into it are validated as
  * usual and then appended to a new graph instead of running;
- * cuStreamEndCapture returns that graph. Synchronising or querying a
- * capturing stream, or a context-wide synchronize during a global-mode
- * capture (or a thread-local one begun by the calling thread), is refused
- * with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture;
- * later work on it fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, and
- * cuStreamEndCapture returns that code and no graph, as the real driver
- * does. Global and thread-local captures must end on the thread that began
- * them.
+ * cuStreamEndCapture returns that graph and cuStreamIsCapturing reports the
+ * state. Synchronising or querying a capturing stream, or a context-wide
+ * synchronize during a global-mode capture (or a thread-local one begun by
+ * the calling thread), is refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * and invalidates the capture; later work on it fails with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, and cuStreamEndCapture returns that
+ * code and no graph, as the real driver does. Global and thread-local
+ * captures must end on the thread that began them.
  *
  * Graphs are process-wide objects (they outlive contexts, as in the driver);
  * executable graphs belong to the context current at instantiation and die
@@ -361,6 +361,26 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
 
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) {
   return cuStreamEndCapture(hStream, phGraph);
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+  struct CUstream_st *s;
+  struct CUctx_st *ctx;
+  CUresult rc = cu_stream_resolve(hStream, &s, &ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (captureStatus == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (s == NULL || !__atomic_load_n(&s->capturing, __ATOMIC_ACQUIRE)) return CUDA_SUCCESS;
+  pthread_mutex_lock(&g_graph_lock);
+  if (s->capture != NULL)
+    *captureStatus =
+        s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&g_graph_lock);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+  return cuStreamIsCapturing(hStream, captureStatus);
 }
 
 CUresult cu_capture_kernel(struct CUstream_st *s, CUfunction f, const struct cu_launch *l,

@@ -115,6 +115,7 @@ static const struct proc_entry g_table[] = {
     E("cuGraphDestroy", 10000, cuGraphDestroy),
     P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
     P("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),
+    P("cuStreamIsCapturing", 10000, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
 };
 
 /* The newest entry for name usable at version; *known says if name exists. */

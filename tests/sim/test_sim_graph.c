@@ -418,10 +418,21 @@ static void capture_errors(void) {
   CHECK_CU(cuStreamBeginCapture_v2((CUstream)&g, CU_STREAM_CAPTURE_MODE_GLOBAL),
            CUDA_ERROR_INVALID_HANDLE);
   CHECK_CU(cuStreamBeginCapture_v2(s, (CUstreamCaptureMode)3), CUDA_ERROR_INVALID_VALUE);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
+  CHECK_CU(cuStreamIsCapturing(s, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_CU(cuStreamIsCapturing((CUstream)&g, &st), CUDA_ERROR_INVALID_HANDLE);
   /* ending a capture that never began */
   CHECK_CU(cuStreamEndCapture(s, &g), ILLEGAL_STATE);
   CHECK_CU(cuStreamEndCapture(NULL, &g), ILLEGAL_STATE);
   OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  OK(cuStreamIsCapturing_ptsz(s, &st));
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  OK(cuStreamIsCapturing(NULL, &st)); /* the default streams never capture */
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
   CHECK_CU(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), ILLEGAL_STATE);
   CHECK_CU(cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
   /* global and thread-local captures must end on the thread that began them */
@@ -438,11 +449,15 @@ static void capture_errors(void) {
   CHECK_CU(cuEventElapsedTime(&ms, plain, e), CAPTURED_EVENT);
   /* a global capture forbids a context-wide synchronize, which invalidates it */
   CHECK_CU(cuCtxSynchronize(), CAPTURE_UNSUPPORTED);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
   CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CAPTURE_INVALIDATED);
   CHECK_CU(cuEventRecord(e, s), CAPTURE_INVALIDATED);
   g = (CUgraph)&g;
   CHECK_CU(cuStreamEndCapture(s, &g), CAPTURE_INVALIDATED);
   CHECK(g == NULL);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
   OK(cuCtxSynchronize());
   OK(cuEventRecord(e, NULL)); /* recorded outside capture: an event again */
   OK(cuEventSynchronize(e));

@@ -78,6 +78,8 @@ static void versions(void) {
   CHECK(lookup("cuStreamBeginCapture", 12000, PTDS) == sym("cuStreamBeginCapture_v2_ptsz"));
   CHECK(lookup("cuStreamEndCapture", 10000, 0) == sym("cuStreamEndCapture"));
   CHECK(lookup("cuStreamEndCapture", 12000, PTDS) == sym("cuStreamEndCapture_ptsz"));
+  CHECK(lookup("cuStreamIsCapturing", 10000, 0) == sym("cuStreamIsCapturing"));
+  CHECK(lookup("cuStreamIsCapturing", 12000, PTDS) == sym("cuStreamIsCapturing_ptsz"));
   /* the v1 entry point answers the same */
   void *fn = NULL;
   OK(cuGetProcAddress("cuMemFree", &fn, 12000, 0));
@@ -220,6 +222,8 @@ static const char *const g_exports[] = {"cuInit",
                                         "cuStreamBeginCapture_v2_ptsz",
                                         "cuStreamEndCapture",
                                         "cuStreamEndCapture_ptsz",
+                                        "cuStreamIsCapturing",
+                                        "cuStreamIsCapturing_ptsz",
                                         NULL};
 
 static const int g_versions[] = {2000,  3020,  4000,  6000,  9000,  10000, 10010, 10020, 11000,
