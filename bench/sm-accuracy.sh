@@ -339,8 +339,9 @@ set_cores() {
   echo "$before $after"
 }
 
-# settle_step SERIES_FILE T_SET T_END FROM TO UNLIMITED : "before after settled_s"
-# (settled_s "-" when the throughput did not stay within the band until T_END).
+# settle_step SERIES_FILE T_SET T_END FROM TO UNLIMITED : "before after
+# entered_s settled_s": entered = first interval within the band, settled =
+# first interval after which all stay within it until T_END ("-": none).
 settle_step() {
   awk -v tset="$2" -v tend="$3" -v from="$4" -v to="$5" -v unl="$6" -v tol="$tolerance" '
     {
@@ -350,22 +351,24 @@ settle_step() {
       if (end > tset && end <= tend + 0.0005) {
         d = pct - to; if (d < 0) d = -d
         if (d > tol) first_in = -1; else if (first_in < 0) first_in = end
+        if (d <= tol && entered < 0) entered = end
       }
     }
-    BEGIN { prev = 0; first_in = -1 }
+    BEGIN { prev = 0; first_in = -1; entered = -1 }
     END {
       sb = nb ? sprintf("%.1f", b / nb) : "-"
       sa = na ? sprintf("%.1f", a / na) : "-"
+      se = (entered >= 0) ? sprintf("%.2f", entered - tset) : "-"
       ss = (first_in >= 0) ? sprintf("%.2f", first_in - tset) : "-"
-      printf "%s %s %s\n", sb, sa, ss
+      printf "%s %s %s %s\n", sb, sa, se, ss
     }' "$1"
 }
 
 part_settle() {
   echo
   echo "== settle: 'vgpu set --cores' on a running container (100 ms intervals; target: within $tolerance points in < 1 s)"
-  printf "%-6s %-8s %8s %8s %10s %8s  %s\n" shape step before after "settled in" "set took" verdict
-  local shape out cache pid t1 t2 rows=() total step from to tset tend tnext res before after settled v took start
+  printf "%-6s %-8s %8s %8s %10s %12s %8s  %s\n" shape step before after "entered in" "settled in" "set took" verdict
+  local shape out cache pid t1 t2 rows=() total step from to tset tend tnext res before after entered settled v took start
   total=$(calc "print $settle_before + 2 * $settle_after")
   for shape in "${shape_list[@]}"; do
     measure_unlimited "$shape"
@@ -394,21 +397,22 @@ part_settle() {
         tnext=$tend
       fi
       res=$(settle_step "$out.series" "$tset" "$tnext" "$from" "$to" "${unlimited[$shape]}")
-      read -r before after settled <<<"$res"
+      read -r before after entered settled <<<"$res"
       if [ "$settled" = - ]; then
         v=MISS
       else
         v=$(calc "print ($settled < 1.0) ? \"PASS\" : \"MISS\"")
       fi
       count "$v"
-      printf "%-6s %-8s %7s%% %7s%% %10s %8s  %s\n" "$shape" "$from->$to" "$before" "$after" \
+      printf "%-6s %-8s %7s%% %7s%% %10s %12s %8s  %s\n" "$shape" "$from->$to" "$before" "$after" \
+        "$([ "$entered" = - ] && echo never || echo "$entered s")" \
         "$([ "$settled" = - ] && echo "not settled" || echo "$settled s")" "$took" "$v"
-      rows+=("{\"shape\":\"$shape\",\"from\":$from,\"to\":$to,\"t_set\":$(calc "printf \"%.3f\", $tset"),\"before\":${before/-/null},\"after\":${after/-/null},\"settled_s\":${settled/-/null},\"pass\":$([ "$v" = PASS ] && echo true || echo false)}")
+      rows+=("{\"shape\":\"$shape\",\"from\":$from,\"to\":$to,\"t_set\":$(calc "printf \"%.3f\", $tset"),\"before\":${before/-/null},\"after\":${after/-/null},\"entered_s\":${entered/-/null},\"settled_s\":${settled/-/null},\"pass\":$([ "$v" = PASS ] && echo true || echo false)}")
     done
   done
   echo "(before/after: mean % of unlimited in the second before the change and the last second before the next;"
-  echo " settled in: from the set to the end of the first 100 ms interval after which every interval stays within"
-  echo " $tolerance points of the new limit, until the next change -- resolution one interval)"
+  echo " entered in: from the set to the end of the first 100 ms interval within $tolerance points of the new limit;"
+  echo " settled in: ... of the first interval after which every one stays within them until the next change)"
   local IFS=,
   json_parts+=("\"settle\":[${rows[*]}]")
 }
