@@ -14,12 +14,15 @@
 #define POLL_EVERY 16 /* look for finished samples once per 16 launches */
 #define SPARE 8       /* event pairs kept for reuse */
 
+#define WINDOW 8 /* the estimate is the least of the last 8 samples */
+
 struct shape_stat {
   struct vg_shape shape;
   bool used;
   uint64_t estimate_ns;
   uint64_t launches;
   uint32_t samples;
+  uint64_t recent[WINDOW];
 };
 
 /* A pair of events kept for reuse; events belong to the context that made

@@ -7,7 +7,7 @@
  * from small GPUs to H200s. The time of each kernel shape (function, grid,
  * block) or CUDA graph is learnt from event pairs recorded around sampled
  * submissions. Other work on the device can only make a sample longer, never
- * shorter, so estimates follow low samples quickly and high ones slowly.
+ * shorter, so the estimate is the least of the recent samples.
  */
 #ifndef VG_ESTIMATE_H
 #define VG_ESTIMATE_H

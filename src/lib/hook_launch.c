@@ -37,6 +37,7 @@ static bool submit_begin(struct submit *s, const struct vg_shape *shape, CUstrea
   if (!vg_limiter_engaged()) return false;
   int dev = vg_state_current_device();
   if (dev < 0 || vg_limiter_percent(dev) == 0 || capturing(stream, ptsz)) return false;
+  vg_state_join(); /* the share policy tells our processes from others' by slot */
   vg_estimate_poll();
   uint64_t cost = vg_estimate_before(shape, &s->sample);
   vg_limiter_admit(dev, cost);

@@ -87,11 +87,12 @@
   X(nvmlDeviceGetMemoryInfo) \
   X(nvmlDeviceGetMemoryInfo_v2)
 
-#define VG_NVML_USED(X)            \
-  X(nvmlDeviceGetHandleByUUID)     \
-  X(nvmlDeviceGetIndex)            \
-  X(nvmlDeviceGetUUID)             \
-  X(nvmlDeviceGetUtilizationRates) \
+#define VG_NVML_USED(X)              \
+  X(nvmlDeviceGetHandleByUUID)       \
+  X(nvmlDeviceGetIndex)              \
+  X(nvmlDeviceGetProcessUtilization) \
+  X(nvmlDeviceGetUUID)               \
+  X(nvmlDeviceGetUtilizationRates)   \
   X(nvmlInit_v2)
 
 struct vg_real_cuda {

@@ -5,12 +5,14 @@
 #include <time.h>
 
 #include "hooks.h"
+#include "log.h"
 #include "state.h"
 
 #define NS_PER_S 1000000000ULL
 #define BURST_NS (20ULL * 1000 * 1000) /* bucket depth: 20 ms of wall time */
 #define DEBT_NS (1ULL * 1000 * 1000)   /* sleep once 1 ms of GPU time is owed */
 #define BORROW_PERIOD_NS (100ULL * 1000 * 1000)
+#define SHARE_MARGIN_PCT 5 /* headroom left for others when borrowing */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -35,19 +37,50 @@ unsigned vg_limiter_percent(int dev) {
   return pct >= 100 ? 0 : pct;
 }
 
-/* Device utilisation in percent from NVML, or -1. */
-static int device_utilisation(const char *uuid) {
+/* NVML handle of the GPU with this UUID, or NULL. */
+static nvmlDevice_t nvml_device(const char *uuid) {
   static int nvml_ready = -1;
   if (nvml_ready < 0) nvml_ready = vg_nvml_load() && VG_NV(nvmlInit_v2) == NVML_SUCCESS;
   nvmlDevice_t handle;
-  nvmlUtilization_t u;
-  if (!nvml_ready || VG_NV(nvmlDeviceGetHandleByUUID, uuid, &handle) != NVML_SUCCESS ||
-      VG_NV(nvmlDeviceGetUtilizationRates, handle, &u) != NVML_SUCCESS)
-    return -1;
-  return (int)u.gpu;
+  if (!nvml_ready || VG_NV(nvmlDeviceGetHandleByUUID, uuid, &handle) != NVML_SUCCESS) return NULL;
+  return handle;
 }
 
-/* "share" policy: lend idle time, take it back when there is none. Lock held. */
+/* True if pid is a live process of this container (region slot). */
+static bool ours(const struct vg_region *r, unsigned pid) {
+  for (int i = 0; i < VG_MAX_PROCS; i++)
+    if ((unsigned)r->proc[i].pid == pid && vg_shm_slot_alive(&vg_state.shm, (unsigned)i))
+      return true;
+  return false;
+}
+
+/* SM percent the device spent on other containers' processes over the
+ * last second (NVML per-process utilisation), or -1 if unknown. */
+static int others_percent(const struct vg_region_device *d) {
+  nvmlDevice_t handle = nvml_device(d->uuid);
+  if (handle == NULL) return -1;
+  nvmlProcessUtilizationSample_t samples[64];
+  unsigned count = 64;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long since = (unsigned long long)ts.tv_sec * 1000000ULL - 1000000ULL;
+  nvmlReturn_t rc = VG_NV(nvmlDeviceGetProcessUtilization, handle, samples, &count, since);
+  if (rc == NVML_ERROR_NOT_FOUND) return 0; /* nobody ran */
+  if (rc != NVML_SUCCESS) return -1;
+  unsigned sum = 0;
+  const struct vg_region *r = vg_region_of(&vg_state.shm);
+  for (unsigned i = 0; i < count && i < 64; i++)
+    if (!ours(r, samples[i].pid)) sum += samples[i].smUtil;
+  return sum > 100 ? 100 : (int)sum;
+}
+
+/* "share" policy: use what the other tenants of the device leave, minus a
+ * margin. Their use comes from NVML's per-process utilisation (our own
+ * processes are known from the region's slots); our own event samples
+ * cannot tell it, as every sample taken under contention includes the
+ * neighbours' work. The borrow drops at once when they need more and grows
+ * by half the gap otherwise, which converges: as we back off, their
+ * measured use rises to their demand. Lock held. */
 static void revise_borrow(struct vg_region_device *d, unsigned pct, uint64_t now) {
   if (d->sm_policy != VG_SM_POLICY_SHARE) {
     d->sm_borrow_pct = 0;
@@ -55,11 +88,15 @@ static void revise_borrow(struct vg_region_device *d, unsigned pct, uint64_t now
   }
   if (now - d->sm_borrow_at_ns < BORROW_PERIOD_NS) return;
   d->sm_borrow_at_ns = now;
-  int util = device_utilisation(d->uuid);
-  if (util < 0) return;
-  unsigned idle = util >= 100 ? 0 : 100 - (unsigned)util;
-  unsigned borrow = idle > 5 ? d->sm_borrow_pct + idle / 2 : d->sm_borrow_pct / 2;
-  d->sm_borrow_pct = borrow > 100 - pct ? 100 - pct : borrow;
+  int others = others_percent(d);
+  if (others < 0) return;
+  unsigned used = (unsigned)others + pct + SHARE_MARGIN_PCT;
+  unsigned room = used < 100 ? 100 - used : 0;
+  unsigned borrow = d->sm_borrow_pct;
+  borrow = room < borrow ? room : borrow + (room - borrow + 1) / 2;
+  d->sm_borrow_pct = borrow;
+  vg_debug("share policy on %s: others use %d%%, borrowing %u%% over %u%%", d->uuid, others, borrow,
+           pct);
 }
 
 /* Adds what the bucket earned since the last refill. Lock held. */

@@ -193,6 +193,8 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
   return dev;
 }
 
+bool vg_state_join(void) { return joined(); }
+
 enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes) {
   if (!joined()) return VG_RESERVE_NO_SLOT;
   return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes) ? VG_RESERVE_OK

@@ -43,6 +43,9 @@ int vg_state_current_device(void);
  * the CUDA ordinal the GPU has in this process, if any. */
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index);
 
+/* Takes this process's slot in the region if it has none yet. */
+bool vg_state_join(void);
+
 /* Charge and refund bytes on a region entry for this process. NO_SLOT: the
  * region's process table is full, so nothing can be accounted. */
 enum vg_reserve_rc { VG_RESERVE_OK, VG_RESERVE_OVER, VG_RESERVE_NO_SLOT };

@@ -177,6 +177,41 @@ static void test_status_shows_limit_and_use(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* VGPU_SM_POLICY=share: alone, a tenant borrows idle time; when another
+ * container starts working, it gives the time back. */
+static void test_share_policy_borrows_and_returns(void **s) {
+  (void)s;
+  struct vg_env a;
+  env_preloaded(&a);
+  vg_env_set(&a, "VGPU_SM_POLICY", "share");
+  vg_env_set(&a, "CUDA_DEVICE_SM_LIMIT", "20");
+  char probe[512], cache_b[400];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv_a[] = {probe, "launch", "kernel", "6", "500", NULL};
+  pid_t pa = vg_spawn(&a, argv_a);
+  usleep(2000000);
+  /* B: another container (its own region file) on the same GPU, hard 70 %. */
+  snprintf(cache_b, sizeof(cache_b), "%s/b.cache", a.dir);
+  vg_env_set(&a, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache_b);
+  vg_env_set(&a, "VGPU_SM_POLICY", "hard");
+  vg_env_set(&a, "CUDA_DEVICE_SM_LIMIT", "70");
+  char *argv_b[] = {probe, "launch", "kernel", "3.5", "500", NULL};
+  pid_t pb = vg_spawn(&a, argv_b);
+  assert_int_equal(vg_wait(pb), 0);
+  assert_int_equal(vg_wait(pa), 0);
+  char out[16384];
+  vg_spawn_output(&a, pa, out, sizeof(out));
+  double alone = first_interval(out) / g_unlimited;
+  const char *third = strstr(out, "\"t\":1.5");
+  double borrowed = third != NULL ? atof(strstr(third, "interval_per_s") + 16) / g_unlimited : 0;
+  vg_spawn_output(&a, pb, out, sizeof(out));
+  double neighbour = last_interval(out) / g_unlimited;
+  if (borrowed < 0.5)
+    fail_msg("alone at 20%% (share): only %.1f%% (first %.1f%%)", 100 * borrowed, 100 * alone);
+  if (neighbour < 0.45) fail_msg("neighbour at 70%% got %.1f%% back", 100 * neighbour);
+  vg_env_cleanup(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel),
@@ -190,6 +225,7 @@ int main(void) {
       cmocka_unit_test(test_vgpu_set_changes_running_process),
       cmocka_unit_test(test_new_process_changes_limit),
       cmocka_unit_test(test_status_shows_limit_and_use),
+      cmocka_unit_test(test_share_policy_borrows_and_returns),
   };
   return cmocka_run_group_tests(tests, measure_unlimited, NULL);
 }
