@@ -64,6 +64,7 @@ static void load_nvml(void) {
 }
 
 bool vg_cuda_load(void) {
+  if (__atomic_load_n(&g_cuda_ok, __ATOMIC_ACQUIRE)) return true; /* every hook: keep it cheap */
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, load_cuda);
   return g_cuda_ok;

@@ -11,7 +11,7 @@
 #define NS_PER_S 1000000000ULL
 #define BURST_NS (20ULL * 1000 * 1000) /* bucket depth: 20 ms of wall time */
 #define DEBT_NS (1ULL * 1000 * 1000)   /* sleep once 1 ms of GPU time is owed */
-#define BORROW_PERIOD_NS (100ULL * 1000 * 1000)
+#define REVISE_NS (100ULL * 1000 * 1000)
 #define SHARE_MARGIN_PCT 5 /* headroom left for others when borrowing */
 
 static uint64_t now_ns(void) {
@@ -20,8 +20,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-bool vg_limiter_engaged(void) {
-  if (!vg_state_ready()) return false;
+static bool scan_engaged(void) {
   for (int i = 0; i < VG_MAX_DEVICES; i++)
     if (vg_state.cfg.sm_set[i] && vg_state.cfg.sm_limit[i] != 0) return true;
   const struct vg_region *r = vg_region_of(&vg_state.shm);
@@ -29,6 +28,21 @@ bool vg_limiter_engaged(void) {
   for (uint32_t d = 0; d < n && d < VG_MAX_DEVICES; d++)
     if (__atomic_load_n(&r->dev[d].sm_limit, __ATOMIC_RELAXED) != 0) return true;
   return false;
+}
+
+/* The answer changes only when a limit changes, and every limit change
+ * bumps the region's generation: one load and a compare per launch. */
+bool vg_limiter_engaged(void) {
+  static uint64_t seen = UINT64_MAX;
+  static bool engaged;
+  if (!vg_state_ready()) return false;
+  uint64_t gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
+  if (gen == __atomic_load_n(&seen, __ATOMIC_ACQUIRE))
+    return __atomic_load_n(&engaged, __ATOMIC_RELAXED);
+  bool now = scan_engaged();
+  __atomic_store_n(&engaged, now, __ATOMIC_RELAXED);
+  __atomic_store_n(&seen, gen, __ATOMIC_RELEASE);
+  return now;
 }
 
 unsigned vg_limiter_percent(int dev) {
@@ -46,7 +60,7 @@ static nvmlDevice_t nvml_device(const char *uuid) {
   return handle;
 }
 
-/* True if pid is a live process of this container (region slot). */
+/* True if pid is a live process of this container (a region slot). */
 static bool ours(const struct vg_region *r, unsigned pid) {
   for (int i = 0; i < VG_MAX_PROCS; i++)
     if ((unsigned)r->proc[i].pid == pid && vg_shm_slot_alive(&vg_state.shm, (unsigned)i))
@@ -54,49 +68,55 @@ static bool ours(const struct vg_region *r, unsigned pid) {
   return false;
 }
 
-/* SM percent the device spent on other containers' processes over the
- * last second (NVML per-process utilisation), or -1 if unknown. */
-static int others_percent(const struct vg_region_device *d) {
+/* What NVML says the device spent, over the last second, on this
+ * container's processes (*mine) and on everybody else's (*others), in SM
+ * percent. False if NVML cannot tell. */
+static bool measured_use(const struct vg_region_device *d, unsigned *mine, unsigned *others) {
+  *mine = *others = 0;
   nvmlDevice_t handle = nvml_device(d->uuid);
-  if (handle == NULL) return -1;
+  if (handle == NULL) return false;
   nvmlProcessUtilizationSample_t samples[64];
   unsigned count = 64;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   unsigned long long since = (unsigned long long)ts.tv_sec * 1000000ULL - 1000000ULL;
   nvmlReturn_t rc = VG_NV(nvmlDeviceGetProcessUtilization, handle, samples, &count, since);
-  if (rc == NVML_ERROR_NOT_FOUND) return 0; /* nobody ran */
-  if (rc != NVML_SUCCESS) return -1;
-  unsigned sum = 0;
+  if (rc == NVML_ERROR_NOT_FOUND) return true; /* nobody ran */
+  if (rc != NVML_SUCCESS) return false;
   const struct vg_region *r = vg_region_of(&vg_state.shm);
   for (unsigned i = 0; i < count && i < 64; i++)
-    if (!ours(r, samples[i].pid)) sum += samples[i].smUtil;
-  return sum > 100 ? 100 : (int)sum;
+    *(ours(r, samples[i].pid) ? mine : others) += samples[i].smUtil;
+  return true;
 }
 
-/* "share" policy: use what the other tenants of the device leave, minus a
- * margin. Their use comes from NVML's per-process utilisation (our own
- * processes are known from the region's slots); our own event samples
- * cannot tell it, as every sample taken under contention includes the
- * neighbours' work. The borrow drops at once when they need more and grows
- * by half the gap otherwise, which converges: as we back off, their
- * measured use rises to their demand. Lock held. */
-static void revise_borrow(struct vg_region_device *d, unsigned pct, uint64_t now) {
+/* "share" policy: lend what the other tenants leave, minus a margin; drop
+ * the loan at once when they need more, regrow it by half the gap. As we
+ * back off their measured use rises to their demand, so it settles. */
+static void revise_borrow(struct vg_region_device *d, unsigned pct, unsigned others) {
   if (d->sm_policy != VG_SM_POLICY_SHARE) {
     d->sm_borrow_pct = 0;
     return;
   }
-  if (now - d->sm_borrow_at_ns < BORROW_PERIOD_NS) return;
-  d->sm_borrow_at_ns = now;
-  int others = others_percent(d);
-  if (others < 0) return;
-  unsigned used = (unsigned)others + pct + SHARE_MARGIN_PCT;
+  unsigned used = others + pct + SHARE_MARGIN_PCT;
   unsigned room = used < 100 ? 100 - used : 0;
   unsigned borrow = d->sm_borrow_pct;
-  borrow = room < borrow ? room : borrow + (room - borrow + 1) / 2;
-  d->sm_borrow_pct = borrow;
-  vg_debug("share policy on %s: others use %d%%, borrowing %u%% over %u%%", d->uuid, others, borrow,
-           pct);
+  d->sm_borrow_pct = room < borrow ? room : borrow + (room - borrow + 1) / 2;
+}
+
+/* Every 100 ms, for the share policy, from one NVML reading; where NVML
+ * cannot attribute processes the loan stays as it is. Lock held. */
+static void revise(struct vg_region_device *d, unsigned pct, uint64_t now) {
+  if (d->sm_policy != VG_SM_POLICY_SHARE) {
+    d->sm_borrow_pct = 0;
+    return;
+  }
+  if (now - d->sm_borrow_at_ns < REVISE_NS) return;
+  d->sm_borrow_at_ns = now;
+  unsigned mine, others;
+  if (!measured_use(d, &mine, &others)) return;
+  revise_borrow(d, pct, others);
+  vg_debug("limiter on %s: ours %u%%, others %u%%, borrowing %u%% over %u%%", d->uuid, mine, others,
+           d->sm_borrow_pct, pct);
 }
 
 /* Adds what the bucket earned since the last refill. Lock held. */
@@ -130,7 +150,7 @@ static uint64_t take(int dev, uint64_t cost) {
   if (vg_region_lock(&vg_state.shm) != 0) return 0; /* logged where the region is opened */
   unsigned pct = d->sm_limit;
   if (pct > 0 && pct < 100) {
-    revise_borrow(d, pct, now);
+    revise(d, pct, now);
     pct += d->sm_borrow_pct;
     refill(d, pct, now);
     d->sm_tokens_ns -= (int64_t)cost;
