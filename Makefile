@@ -5,10 +5,11 @@
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU)
 #   make demo      the main job on the simulated GPU
 #   make bench     hook overhead benchmark (bench/)
+#   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm fuzz format clean
 
 all: build
 
@@ -46,6 +47,9 @@ bench: build
 
 bench-callgrind: build
 	@bash bench/run-hook-bench.sh --callgrind
+
+bench-sm: build
+	@bash bench/sm-accuracy.sh
 
 format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i
