@@ -177,3 +177,12 @@ void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent) {
   }
   vg_region_unlock(shm);
 }
+
+void vg_region_set_pending(struct vg_shm *shm, bool pending) {
+  struct vg_region *r = vg_region_of(shm);
+  if (pending)
+    __atomic_or_fetch(&r->flags, VG_REGION_LIMITS_PENDING, __ATOMIC_RELEASE);
+  else
+    __atomic_and_fetch(&r->flags, ~VG_REGION_LIMITS_PENDING, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
+}

@@ -79,11 +79,16 @@ struct vg_region {
   } lock;
   uint64_t generation;   /* bumped on every limit change */
   uint32_t device_count; /* entries in use in dev[] */
-  uint32_t reserved32;
+  uint32_t flags;        /* VG_REGION_* */
   uint64_t reserved[8];
   struct vg_region_device dev[VG_MAX_DEVICES];
   struct vg_region_proc proc[VG_MAX_PROCS];
 };
+
+/* The node agent created the region at Allocate time and has not written
+ * the pod's limits yet (docs/allocation.md): processes wait before using a
+ * GPU, and fail closed if it takes too long. */
+#define VG_REGION_LIMITS_PENDING 0x1u
 
 /* Describes the region file to vg_shm_open. */
 extern const struct vg_shm_spec vg_region_spec;
@@ -122,6 +127,12 @@ void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
  * what is already in use, so that nothing allocated is lost. */
 int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct vg_err *err);
 void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent);
+
+/* Marks the limits pending (the agent, at Allocate) or ready (once written). */
+void vg_region_set_pending(struct vg_shm *shm, bool pending);
+static inline bool vg_region_pending(const struct vg_region *r) {
+  return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_LIMITS_PENDING) != 0;
+}
 
 /* Lock-free readers for tools and the hot path. */
 static inline uint64_t vg_region_mem_used(const struct vg_region *r, int dev) {

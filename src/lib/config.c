@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "size.h"
@@ -89,9 +90,19 @@ static int apply_policy(struct vg_config *cfg, const char *value, struct vg_err 
   return 0;
 }
 
+static int apply_timeout(struct vg_config *cfg, const char *value, struct vg_err *err) {
+  char *end;
+  unsigned long s = strtoul(value, &end, 10);
+  if (*value < '0' || *value > '9' || *end != '\0' || s > 3600)
+    return vg_err_set(err, "VGPU_LIMITS_TIMEOUT=%s: use whole seconds from 0 to 3600", value);
+  cfg->limits_timeout_s = (unsigned)s;
+  return 0;
+}
+
 int vg_config_load(struct vg_config *cfg, char *const *envp, struct vg_err *err) {
   memset(cfg, 0, sizeof(*cfg));
   snprintf(cfg->region_path, sizeof(cfg->region_path), "%s", VG_DEFAULT_REGION_PATH);
+  cfg->limits_timeout_s = 30;
   bool mem_global_set = false, sm_global_set = false;
   uint64_t mem_global = 0;
   unsigned sm_global = 0;
@@ -106,6 +117,8 @@ int vg_config_load(struct vg_config *cfg, char *const *envp, struct vg_err *err)
       rc = apply_managed(cfg, e + 20, err);
     else if (strncmp(e, "VGPU_SM_POLICY=", 15) == 0)
       rc = apply_policy(cfg, e + 15, err);
+    else if (strncmp(e, "VGPU_LIMITS_TIMEOUT=", 20) == 0)
+      rc = apply_timeout(cfg, e + 20, err);
     else if (strncmp(e, "CUDA_DEVICE_MEMORY_SHARED_CACHE=", 32) == 0 && e[32] != '\0')
       snprintf(cfg->region_path, sizeof(cfg->region_path), "%s", e + 32);
     if (rc != 0) return rc;

@@ -5,7 +5,9 @@
  * Variables (design.md): CUDA_DEVICE_MEMORY_LIMIT (every device),
  * CUDA_DEVICE_MEMORY_LIMIT_<i> (CUDA ordinal i, wins), the same pair for
  * CUDA_DEVICE_SM_LIMIT, CUDA_DEVICE_MEMORY_SHARED_CACHE (region file), and our
- * own VGPU_MANAGED_MEMORY=count|refuse and VGPU_SM_POLICY=hard|share. A malformed value is an error
+ * own VGPU_MANAGED_MEMORY=count|refuse, VGPU_SM_POLICY=hard|share and
+ * VGPU_LIMITS_TIMEOUT=<seconds> (how long to wait for limits the node agent
+ * has not written yet; default 30). A malformed value is an error
  * naming the variable and the value; the caller refuses to run CUDA rather than run without the
  * limit the user meant.
  */
@@ -25,6 +27,7 @@ struct vg_config {
   bool sm_set[VG_MAX_DEVICES];
   unsigned sm_limit[VG_MAX_DEVICES]; /* 0: unlimited */
   bool refuse_managed;
+  unsigned limits_timeout_s; /* VGPU_LIMITS_TIMEOUT: wait for pending limits, seconds */
   bool sm_policy_set;
   unsigned sm_policy; /* VG_SM_POLICY_* */
   char region_path[PATH_MAX];

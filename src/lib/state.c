@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc_table.h"
@@ -134,10 +135,34 @@ static void format_uuid(const CUuuid *u, char *out, size_t len) {
            b[14], b[15]);
 }
 
+/* Waits (bounded) while the node agent has not written this container's
+ * limits yet; false on timeout -- the caller then fails closed. */
+static bool limits_ready(void) {
+  static int ready; /* once seen ready, never waits again */
+  const struct vg_region *r = vg_region_of(&vg_state.shm);
+  if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) || !vg_region_pending(r)) return true;
+  unsigned waited_ms = 0, limit_ms = vg_state.cfg.limits_timeout_s * 1000;
+  while (vg_region_pending(r) && waited_ms < limit_ms) {
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    waited_ms += 50;
+  }
+  if (vg_region_pending(r)) {
+    vg_error(
+        "the node agent has not written this container's limits to %s within %u s "
+        "(VGPU_LIMITS_TIMEOUT); refusing GPU work rather than running without them",
+        vg_state.shm.path, vg_state.cfg.limits_timeout_s);
+    return false;
+  }
+  __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+  return true;
+}
+
 int vg_state_device(int ordinal) {
   if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
   int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
   if (dev >= 0) return dev;
+  if (!limits_ready()) return -1;
   CUuuid uuid;
   size_t total = 0;
   char text[VG_UUID_LEN];

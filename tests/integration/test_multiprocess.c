@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "region.h"
 
 static struct vg_run run;
 
@@ -124,6 +125,56 @@ static void test_neighbours_never_hit_driver_oom(void **s) {
   vg_env_cleanup(&a);
 }
 
+/* docs/allocation.md: the node agent creates the region with limits pending
+ * and writes them after Allocate; a workload that starts first waits. */
+static void mark_pending(const struct vg_env *env, struct vg_shm *shm) {
+  struct vg_err err;
+  assert_int_equal(vg_region_open(shm, env->cache, &err), 0);
+  vg_region_set_pending(shm, true);
+}
+
+static void test_waits_for_pending_limits(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "VGPU_LIMITS_TIMEOUT", "10");
+  struct vg_shm shm;
+  mark_pending(&env, &shm);
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, "alloc", "mem", "10m", "1000", NULL};
+  pid_t p = vg_spawn(&env, argv);
+  usleep(500000);
+  /* the agent binds the pod: 100 MiB on the simulated GPU 0 */
+  struct vg_err err;
+  assert_int_equal(vg_region_lock(&shm), 0);
+  int dev = vg_region_device_locked(&shm, "GPU-5a1a0000-0000-4000-8000-000000000000", 0);
+  vg_region_unlock(&shm);
+  assert_int_equal(vg_region_set_mem_limit(&shm, dev, 100 * MiB, &err), 0);
+  vg_region_set_pending(&shm, false);
+  assert_int_equal(vg_wait(p), 0);
+  char out[4096];
+  vg_spawn_output(&env, p, out, sizeof(out));
+  assert_int_equal(json_num(out, "allocated"), 10);
+  vg_shm_close(&shm);
+  vg_env_cleanup(&env);
+}
+
+static void test_pending_limits_time_out_closed(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "VGPU_LIMITS_TIMEOUT", "1");
+  struct vg_shm shm;
+  mark_pending(&env, &shm);
+  run_probe(&env, &run, "alloc", "mem", "10m", "10", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 0);
+  assert_int_equal(json_num(run.out, "last_rc"), 2);
+  assert_non_null(strstr(run.err, "has not written this container's limits"));
+  vg_shm_close(&shm);
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_race_never_exceeds),
@@ -131,6 +182,8 @@ int main(void) {
       cmocka_unit_test(test_new_limit_without_new_file),
       cmocka_unit_test(test_lower_limit_below_use_refused),
       cmocka_unit_test(test_neighbours_never_hit_driver_oom),
+      cmocka_unit_test(test_waits_for_pending_limits),
+      cmocka_unit_test(test_pending_limits_time_out_closed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

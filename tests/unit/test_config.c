@@ -63,6 +63,9 @@ static void test_errors(void **s) {
   bad("VGPU_MANAGED_MEMORY=maybe", "'count' or 'refuse'");
   bad("CUDA_DEVICE_MEMORY_LIMIT=", "empty");
   bad("VGPU_SM_POLICY=soft", "'hard' or 'share'");
+  bad("VGPU_LIMITS_TIMEOUT=-1", "0 to 3600");
+  bad("VGPU_LIMITS_TIMEOUT=5s", "0 to 3600");
+  bad("VGPU_LIMITS_TIMEOUT=9999", "0 to 3600");
 }
 
 static void test_managed_switch(void **s) {
