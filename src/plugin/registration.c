@@ -1,0 +1,203 @@
+/* registration.c -- see registration.h. */
+#include "registration.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "deviceplugin.pb-c.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define REGISTER_TIMEOUT_MS 10000
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int vg_register_once(const struct vg_plugin *p, const struct vg_reg_opts *o, char *err,
+                     size_t err_len) {
+  struct stat st;
+  if (stat(o->kubelet_socket, &st) != 0) {
+    snprintf(err, err_len,
+             "kubelet socket %s: %s (is the kubelet running? see --kubelet-socket); waiting for it",
+             o->kubelet_socket, strerror(errno));
+    return -1;
+  }
+  V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+  opts.get_preferred_allocation_available = 1;
+  V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+  req.version = "v1beta1";
+  req.endpoint = (char *)o->endpoint;
+  req.resource_name = (char *)p->opts.resource;
+  req.options = &opts;
+  char target[PATH_MAX + 8];
+  snprintf(target, sizeof(target), "unix:%s", o->kubelet_socket);
+  char detail[1024] = "";
+  grpc_status_code rc =
+      vg_rpc_call(target, "/v1beta1.Registration/Register", &req.base, &v1beta1__empty__descriptor,
+                  NULL, REGISTER_TIMEOUT_MS, detail, sizeof(detail));
+  if (rc != GRPC_STATUS_OK) {
+    snprintf(err, err_len, "Register of %s with the kubelet at %s failed (gRPC status %d): %s",
+             p->opts.resource, o->kubelet_socket, (int)rc, detail[0] ? detail : "no details");
+    return -1;
+  }
+  return 0;
+}
+
+static int serve(struct vg_plugin *p, const struct vg_reg_opts *o) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof(path), "%s/%s", o->plugin_dir, o->endpoint);
+  struct vg_rpc_server *s = vg_rpc_server_start(path, vg_plugin_methods, vg_plugin_nmethods, p);
+  if (s == NULL) return -1;
+  pthread_mutex_lock(&p->server_lock);
+  p->server = s;
+  pthread_mutex_unlock(&p->server_lock);
+  vg_plog("serving %s on %s", p->opts.resource, path);
+  return 0;
+}
+
+static void unserve(struct vg_plugin *p) {
+  pthread_mutex_lock(&p->server_lock);
+  struct vg_rpc_server *s = p->server;
+  p->server = NULL;
+  pthread_mutex_unlock(&p->server_lock);
+  vg_rpc_server_stop(s);
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash != NULL ? slash + 1 : path;
+}
+
+int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int sigfd) {
+  if (serve(p, o) != 0) return 1;
+  bool want_register = o->kubelet_socket != NULL && o->kubelet_socket[0] != '\0';
+  if (!want_register) vg_plog("no kubelet socket given: serving without registering");
+
+  int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  int wd_plugin = -1, wd_kubelet = -1;
+  char kubelet_dir[PATH_MAX] = "";
+  if (ino < 0) {
+    vg_plog("inotify: %s; kubelet restarts are noticed by polling only", strerror(errno));
+  } else {
+    wd_plugin = inotify_add_watch(ino, o->plugin_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO);
+    if (wd_plugin < 0) vg_plog("inotify on %s: %s", o->plugin_dir, strerror(errno));
+    if (want_register) {
+      snprintf(kubelet_dir, sizeof(kubelet_dir), "%s", o->kubelet_socket);
+      char *slash = strrchr(kubelet_dir, '/');
+      if (slash != NULL) *slash = '\0';
+      if (slash == NULL) snprintf(kubelet_dir, sizeof(kubelet_dir), ".");
+      wd_kubelet = inotify_add_watch(ino, kubelet_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO);
+      if (wd_kubelet < 0) vg_plog("inotify on %s: %s", kubelet_dir, strerror(errno));
+    }
+  }
+  const char *kubelet_name = want_register ? base_name(o->kubelet_socket) : "";
+  char own_path[PATH_MAX];
+  snprintf(own_path, sizeof(own_path), "%s/%s", o->plugin_dir, o->endpoint);
+
+  bool registered = false, have_server = true;
+  long long next_try = now_ms(), backoff = BACKOFF_MIN_MS;
+  char last_err[1200] = "";
+  int rc = 0;
+  for (;;) {
+    long long now = now_ms();
+    if (!have_server && now >= next_try) {
+      if (serve(p, o) == 0) {
+        have_server = true;
+      } else {
+        next_try = now + BACKOFF_MAX_MS;
+      }
+    }
+    if (have_server && want_register && !registered && now >= next_try) {
+      char err[1200];
+      if (vg_register_once(p, o, err, sizeof(err)) == 0) {
+        registered = true;
+        backoff = BACKOFF_MIN_MS;
+        last_err[0] = '\0';
+        vg_plog("registered %s with the kubelet at %s (endpoint %s)", p->opts.resource,
+                o->kubelet_socket, o->endpoint);
+      } else {
+        if (strcmp(err, last_err) != 0) vg_plog("%s", err); /* each distinct failure once */
+        snprintf(last_err, sizeof(last_err), "%s", err);
+        next_try = now_ms() + backoff;
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+      }
+    }
+    int timeout = -1;
+    if (!have_server || (want_register && !registered)) {
+      long long wait = next_try - now_ms();
+      timeout = wait < 0 ? 0 : (int)wait;
+    }
+    struct pollfd fds[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = ino, .events = POLLIN}};
+    int n = poll(fds, ino >= 0 ? 2 : 1, timeout);
+    if (n < 0 && errno != EINTR) {
+      vg_plog("poll: %s", strerror(errno));
+      rc = 1;
+      break;
+    }
+    if (n <= 0) continue;
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+          vg_plog("SIGHUP: registering again");
+          registered = false;
+          next_try = now_ms();
+          backoff = BACKOFF_MIN_MS;
+        } else {
+          vg_plog("signal %u: stopping", si.ssi_signo);
+          break;
+        }
+      }
+    }
+    if (ino >= 0 && (fds[1].revents & POLLIN)) {
+      char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+      ssize_t len;
+      while ((len = read(ino, buf, sizeof(buf))) > 0) {
+        for (char *q = buf; q < buf + len;) {
+          const struct inotify_event *ev = (const void *)q;
+          q += sizeof(*ev) + ev->len;
+          if (ev->len == 0) continue;
+          if (want_register && ev->wd == wd_kubelet && strcmp(ev->name, kubelet_name) == 0) {
+            if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+              vg_plog("%s created (kubelet restart): registering again", o->kubelet_socket);
+              registered = false;
+              next_try = now_ms();
+              backoff = BACKOFF_MIN_MS;
+              last_err[0] = '\0';
+            } else if (ev->mask & IN_DELETE) {
+              vg_plog("%s removed: the kubelet stopped; waiting for it", o->kubelet_socket);
+              registered = false;
+              next_try = now_ms() + BACKOFF_MAX_MS;
+            }
+          } else if (ev->wd == wd_plugin && (ev->mask & IN_DELETE) &&
+                     strcmp(ev->name, o->endpoint) == 0 && have_server) {
+            struct stat st;
+            if (stat(own_path, &st) == 0) continue; /* our own restart: already back */
+            vg_plog("%s was removed (kubelet restart?): serving again", own_path);
+            unserve(p);
+            have_server = false;
+            registered = false;
+            next_try = now_ms();
+            backoff = BACKOFF_MIN_MS;
+          }
+        }
+      }
+    }
+  }
+  if (ino >= 0) close(ino);
+  unserve(p);
+  return rc;
+}

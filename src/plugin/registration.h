@@ -1,0 +1,27 @@
+/*
+ * registration.h -- serving the DevicePlugin socket and staying registered
+ * with the kubelet: Register at start, again whenever kubelet.sock is created
+ * (kubelet restart) or our own socket disappears (the kubelet wipes the
+ * directory on start), with backoff on errors, serving all along.
+ */
+#ifndef VG_REGISTRATION_H
+#define VG_REGISTRATION_H
+
+#include "plugin.h"
+
+struct vg_reg_opts {
+  const char *plugin_dir;     /* where our socket lives */
+  const char *kubelet_socket; /* "" or NULL: serve without registering */
+  const char *endpoint;       /* our socket's file name in plugin_dir */
+};
+
+/* Serves and registers until SIGINT/SIGTERM arrives on sigfd (a signalfd;
+ * SIGHUP registers again). 0 on a clean stop, 1 when the socket cannot be
+ * served at start. */
+int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int sigfd);
+
+/* One Register call; 0 when accepted, else -1 with the reason in err. */
+int vg_register_once(const struct vg_plugin *p, const struct vg_reg_opts *o, char *err,
+                     size_t err_len);
+
+#endif

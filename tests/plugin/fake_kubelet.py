@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""A fake kubelet for testing vgpu-device-plugin: an independent implementation
+of the kubelet side of the device plugin API v1beta1 (python3-grpcio), behaving
+as the kubelet does (../shared/research/k8s-interfaces.md sections 1 and 4):
+
+- serves Registration on <dir>/kubelet.sock after wiping the plugin sockets;
+- Register rejects versions other than v1beta1 and resource names that are
+  not extended resource names, and, still inside the call, dials the plugin's
+  endpoint and calls GetDevicePluginOptions before replying;
+- then runs ListAndWatch, each message being the full device snapshot;
+- allocation is GetPreferredAllocation (when the plugin offers it) followed
+  by Allocate with one container;
+- restart: stop, wipe the sockets in the directory, serve kubelet.sock again.
+
+Commands, one per line on stdin; one JSON object per line on stdout:
+  listen                      start serving kubelet.sock (with --defer)
+  registrations N SECONDS     wait until N registrations were accepted
+  devices MESSAGES SECONDS    wait until MESSAGES ListAndWatch messages came
+  allocate ID,ID,...          GetPreferredAllocation + Allocate (one container)
+  restart                     simulate a kubelet restart
+  quit
+Usage: fake_kubelet.py --dir DIR --proto-dir DIR [--defer]
+"""
+import argparse
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_stubs(proto_dir):
+    out = tempfile.mkdtemp(prefix="fake-kubelet-stubs-")
+    cmd = ["protoc", "--proto_path=" + proto_dir, "--proto_path=" + HERE,
+           "--python_out=" + out, "--grpc_out=" + out,
+           "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+           "deviceplugin.proto", "deviceplugin_services.proto"]
+    subprocess.run(cmd, check=True)
+    sys.path.insert(0, out)
+    import deviceplugin_pb2 as pb
+    import deviceplugin_services_pb2_grpc as svc
+    return pb, svc
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+# IsExtendedResourceName: has a domain, not kubernetes.io, no requests. prefix,
+# and "requests." + name is a valid qualified name.
+QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                       r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def extended_resource_error(name):
+    if "/" not in name:
+        return "resource name %r is not an extended resource name (no domain)" % name
+    domain, base = name.split("/", 1)
+    if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+        return "resource name %r is in the kubernetes.io domain" % name
+    if name.startswith("requests."):
+        return "resource name %r has the requests. prefix" % name
+    qualified = "requests." + name
+    if not QUALIFIED.match(qualified) or len(base) > 63 or len(domain) > 253:
+        return "resource name %r: %r is not a valid qualified name" % (name, qualified)
+    return None
+
+
+class Kubelet:
+    def __init__(self, grpc, pb, svc, directory):
+        self.grpc, self.pb, self.svc, self.dir = grpc, pb, svc, directory
+        self.sock = os.path.join(directory, "kubelet.sock")
+        self.server = None
+        self.cond = threading.Condition()
+        self.registrations = []
+        self.rejections = []
+        self.messages = []  # list of snapshots {id: health}
+        self.plugin = None  # (endpoint, options, channel, stub)
+        self.watch_call = None
+
+    # -- Registration service --
+    def Register(self, request, context):
+        rec = {"version": request.version, "endpoint": request.endpoint,
+               "resource_name": request.resource_name,
+               "get_preferred_allocation_available":
+                   request.options.get_preferred_allocation_available,
+               "pre_start_required": request.options.pre_start_required,
+               "t": time.time()}
+        reason = None
+        if request.version != "v1beta1":
+            reason = "requested API version %r is not supported by kubelet" % request.version
+        else:
+            reason = extended_resource_error(request.resource_name)
+        if reason is None:
+            channel = self.grpc.insecure_channel("unix:" + os.path.join(self.dir, request.endpoint))
+            stub = self.svc.DevicePluginStub(channel)
+            try:
+                options = stub.GetDevicePluginOptions(self.pb.Empty(), timeout=10)
+            except self.grpc.RpcError as e:
+                reason = "GetDevicePluginOptions on %s failed: %s" % (request.endpoint, e.details())
+                channel.close()
+        if reason is not None:
+            with self.cond:
+                self.rejections.append(dict(rec, reason=reason))
+                self.cond.notify_all()
+            context.abort(self.grpc.StatusCode.INVALID_ARGUMENT, reason)
+        rec["options_callback"] = {
+            "get_preferred_allocation_available": options.get_preferred_allocation_available,
+            "pre_start_required": options.pre_start_required}
+        with self.cond:
+            if self.watch_call is not None:
+                self.watch_call.cancel()
+            self.plugin = (request.endpoint, options, channel, stub)
+            self.registrations.append(rec)
+            self.cond.notify_all()
+        threading.Thread(target=self.watch, args=(stub,), daemon=True).start()
+        return self.pb.Empty()
+
+    def watch(self, stub):
+        call = stub.ListAndWatch(self.pb.Empty())
+        with self.cond:
+            self.watch_call = call
+        try:
+            for resp in call:
+                snap = {d.ID: d.health for d in resp.devices}  # a full snapshot each time
+                with self.cond:
+                    self.messages.append(snap)
+                    self.cond.notify_all()
+        except self.grpc.RpcError:
+            pass
+
+    # -- lifecycle --
+    def wipe(self):
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if name != "kubelet_internal_checkpoint" and stat.S_ISSOCK(os.lstat(path).st_mode):
+                os.unlink(path)
+
+    def listen(self):
+        os.makedirs(self.dir, exist_ok=True)
+        self.wipe()
+        self.server = self.grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        handler = self.svc.RegistrationServicer()
+        handler.Register = self.Register
+        self.svc.add_RegistrationServicer_to_server(handler, self.server)
+        self.server.add_insecure_port("unix:" + self.sock)
+        self.server.start()
+
+    def stop(self):
+        with self.cond:
+            if self.watch_call is not None:
+                self.watch_call.cancel()
+            self.watch_call = None
+            self.plugin = None
+        if self.server is not None:
+            self.server.stop(0).wait()
+            self.server = None
+
+    def wait(self, pred, seconds):
+        deadline = time.time() + seconds
+        with self.cond:
+            while not pred():
+                left = deadline - time.time()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+        return True
+
+    # -- allocation, as at pod admission --
+    def allocate(self, ids):
+        with self.cond:
+            plugin = self.plugin
+            snap = self.messages[-1] if self.messages else {}
+        if plugin is None:
+            return {"ok": False, "error": "no plugin registered"}
+        _, options, _, stub = plugin
+        result = {"ok": True}
+        try:
+            if options.get_preferred_allocation_available:
+                healthy = sorted(i for i, h in snap.items() if h == "Healthy")
+                req = self.pb.PreferredAllocationRequest(container_requests=[
+                    self.pb.ContainerPreferredAllocationRequest(
+                        available_deviceIDs=healthy, must_include_deviceIDs=[],
+                        allocation_size=len(ids))])
+                pref = stub.GetPreferredAllocation(req, timeout=10)
+                result["preferred"] = list(pref.container_responses[0].deviceIDs)
+            req = self.pb.AllocateRequest(container_requests=[
+                self.pb.ContainerAllocateRequest(devices_ids=ids)])
+            resp = stub.Allocate(req, timeout=10)
+        except self.grpc.RpcError as e:
+            return {"ok": False, "code": e.code().name, "details": e.details()}
+        c = resp.container_responses[0]
+        result["containers"] = len(resp.container_responses)
+        result["envs"] = dict(c.envs)
+        result["mounts"] = [{"host_path": m.host_path, "container_path": m.container_path,
+                             "read_only": m.read_only} for m in c.mounts]
+        result["devices"] = [{"host_path": d.host_path, "container_path": d.container_path,
+                              "permissions": d.permissions} for d in c.devices]
+        return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--proto-dir", required=True)
+    ap.add_argument("--defer", action="store_true")
+    args = ap.parse_args()
+    pb, svc = load_stubs(args.proto_dir)
+    import grpc
+    k = Kubelet(grpc, pb, svc, args.dir)
+    if not args.defer:
+        k.listen()
+    emit({"ready": True, "listening": not args.defer, "socket": k.sock})
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        cmd = words[0]
+        if cmd == "listen":
+            k.listen()
+            emit({"ok": True, "t": time.time()})
+        elif cmd == "registrations":
+            n, secs = int(words[1]), float(words[2])
+            ok = k.wait(lambda: len(k.registrations) >= n, secs)
+            with k.cond:
+                emit({"ok": ok, "registrations": k.registrations, "rejections": k.rejections,
+                      "t": time.time()})
+        elif cmd == "rejections":
+            n, secs = int(words[1]), float(words[2])
+            ok = k.wait(lambda: len(k.rejections) >= n, secs)
+            with k.cond:
+                emit({"ok": ok, "rejections": k.rejections})
+        elif cmd == "devices":
+            n, secs = int(words[1]), float(words[2])
+            ok = k.wait(lambda: len(k.messages) >= n, secs)
+            with k.cond:
+                snap = k.messages[-1] if k.messages else {}
+                emit({"ok": ok, "messages": len(k.messages), "devices": snap,
+                      "healthy": sum(1 for h in snap.values() if h == "Healthy")})
+        elif cmd == "allocate":
+            emit(k.allocate(words[1].split(",") if len(words) > 1 else []))
+        elif cmd == "restart":
+            k.stop()
+            k.listen()
+            emit({"ok": True, "t": time.time()})
+        elif cmd == "quit":
+            break
+        else:
+            emit({"ok": False, "error": "unknown command %r" % cmd})
+    k.stop()
+
+
+if __name__ == "__main__":
+    main()
