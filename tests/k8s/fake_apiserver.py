@@ -1,0 +1,409 @@
+#!/usr/bin/python3
+"""A small stand-in Kubernetes API server for vgpu's tests (stdlib only).
+
+It implements the few endpoints vgpu uses with their real semantics:
+objects in memory under one global resourceVersion counter, GET and list
+(fieldSelector spec.nodeName=X), JSON merge patch (RFC 7386) with a
+metadata.resourceVersion precondition (409 Conflict Status), pods/binding
+(sets spec.nodeName, merges annotations, 409 if already bound), and watch
+(?watch=1&resourceVersion=) as a chunked stream of newline-separated JSON
+events with BOOKMARKs when allowWatchBookmarks is set, 410 Gone when the rv is
+older than the compaction point, and the stream closed after timeoutSeconds.
+Every API request needs "Authorization: Bearer <token>" (401 otherwise).
+
+Test-only endpoints (same token):
+  POST /_test/nodes            body: a Node object   -> creates it
+  POST /_test/pods             body: a Pod object    -> creates it (ADDED)
+  DELETE /_test/pods/<ns>/<n>                        -> deletes it (DELETED)
+  POST /_test/compact          -> history before the current rv is gone (410)
+  POST /_test/fail?n=N         -> the next N API requests get 500
+  POST /_test/close_watches    -> every open watch stream ends now
+  POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
+
+Usage: fake_apiserver.py [--token T] [--bookmark-interval S]
+Prints "PORT <n>" on stdout once listening on 127.0.0.1.
+"""
+
+import argparse
+import copy
+import json
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Store:
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.rv = 100
+        self.nodes = {}
+        self.pods = {}  # (ns, name) -> pod
+        self.events = []  # (rv, type, kind, object)
+        self.compacted = 0
+        self.fail_next = 0
+        self.conflict_next = 0
+        self.close_gen = 0
+        self.uid = 0
+
+    def bump(self, obj):
+        self.rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+        return self.rv
+
+    def record(self, etype, kind, obj):
+        self.events.append((self.rv, etype, kind, copy.deepcopy(obj)))
+        self.lock.notify_all()
+
+
+def merge_patch(target, patch):
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if not isinstance(target, dict):
+        target = {}
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        else:
+            target[k] = merge_patch(target.get(k), v)
+    return target
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver/1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    # -- helpers
+    def send_json(self, code, obj):
+        body = (json.dumps(obj) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def fail(self, code, reason, message):
+        self.send_json(code, status(code, reason, message))
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return json.loads(raw or b"null")
+        except ValueError:
+            return ValueError
+
+    def dispatch(self, method):
+        st = self.server.store
+        url = urllib.parse.urlsplit(self.path)
+        q = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        parts = [urllib.parse.unquote(p) for p in url.path.strip("/").split("/")]
+        if self.headers.get("Authorization") != "Bearer " + self.server.token:
+            return self.fail(401, "Unauthorized", "Unauthorized")
+        if parts[0] == "_test":
+            return self.test_endpoint(method, parts[1:], q)
+        with st.lock:
+            if st.fail_next > 0:
+                st.fail_next -= 1
+                return self.fail(500, "InternalError", "injected failure")
+        if parts[:2] != ["api", "v1"]:
+            return self.fail(404, "NotFound", "the server could not find the requested resource")
+        p = parts[2:]
+        if p == ["nodes"] and method == "GET":
+            return self.list_or_watch("Node", q)
+        if p == ["pods"] and method == "GET":
+            return self.list_or_watch("Pod", q)
+        if len(p) == 2 and p[0] == "nodes":
+            return self.object_op(method, "Node", ("", p[1]))
+        if len(p) == 4 and p[0] == "namespaces" and p[2] == "pods":
+            return self.object_op(method, "Pod", (p[1], p[3]))
+        if len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "binding":
+            if method == "POST":
+                return self.binding(p[1], p[3])
+        return self.fail(405, "MethodNotAllowed", "%s %s not supported" % (method, url.path))
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_PATCH(self):
+        self.dispatch("PATCH")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    # -- objects
+    def table(self, kind):
+        st = self.server.store
+        return st.nodes if kind == "Node" else st.pods
+
+    def object_op(self, method, kind, key):
+        st = self.server.store
+        desc = kind.lower() + 's "%s"' % key[1]
+        if method == "GET":
+            with st.lock:
+                obj = self.table(kind).get(key)
+                obj = copy.deepcopy(obj)
+            if obj is None:
+                return self.fail(404, "NotFound", desc + " not found")
+            return self.send_json(200, obj)
+        if method != "PATCH":
+            return self.fail(405, "MethodNotAllowed", method + " not supported")
+        ctype = self.headers.get("Content-Type", "")
+        if ctype != "application/merge-patch+json":
+            return self.fail(415, "UnsupportedMediaType",
+                             "the body of the request was in an unknown format - accepted media "
+                             "types include: application/merge-patch+json")
+        patch = self.body()
+        if patch is ValueError or not isinstance(patch, dict):
+            return self.fail(400, "BadRequest", "invalid merge patch body")
+        with st.lock:
+            obj = self.table(kind).get(key)
+            if obj is None:
+                return self.fail(404, "NotFound", desc + " not found")
+            want = (patch.get("metadata") or {}).get("resourceVersion")
+            if st.conflict_next > 0:
+                st.conflict_next -= 1
+                want = "stale"
+            if want is not None and want != obj["metadata"]["resourceVersion"]:
+                return self.fail(409, "Conflict",
+                                 "Operation cannot be fulfilled on %s: the object has been "
+                                 "modified; please apply your changes to the latest version "
+                                 "and try again" % desc)
+            new = merge_patch(copy.deepcopy(obj), patch)
+            new["metadata"]["name"] = obj["metadata"]["name"]
+            st.bump(new)
+            self.table(kind)[key] = new
+            st.record("MODIFIED", kind, new)
+            out = copy.deepcopy(new)
+        return self.send_json(200, out)
+
+    def binding(self, ns, name):
+        st = self.server.store
+        b = self.body()
+        if b is ValueError or not isinstance(b, dict) or b.get("kind") != "Binding":
+            return self.fail(400, "BadRequest", "body is not a Binding")
+        target = (b.get("target") or {}).get("name")
+        if not target:
+            return self.fail(400, "BadRequest", "Binding has no target.name")
+        meta = b.get("metadata") or {}
+        with st.lock:
+            pod = st.pods.get((ns, name))
+            if pod is None:
+                return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+            if meta.get("uid") and meta["uid"] != pod["metadata"].get("uid"):
+                return self.fail(409, "Conflict", 'Operation cannot be fulfilled on pods/binding '
+                                 '"%s": UID precondition failed' % name)
+            if (pod.get("spec") or {}).get("nodeName"):
+                return self.fail(409, "Conflict", 'Operation cannot be fulfilled on pods/binding '
+                                 '"%s": pod %s is already assigned to node "%s"'
+                                 % (name, name, pod["spec"]["nodeName"]))
+            pod.setdefault("spec", {})["nodeName"] = target
+            if meta.get("annotations"):
+                pod["metadata"].setdefault("annotations", {}).update(meta["annotations"])
+            st.bump(pod)
+            st.record("MODIFIED", "Pod", pod)
+        return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                    "code": 201, "metadata": {}})
+
+    # -- list and watch
+    @staticmethod
+    def selected(kind, obj, sel):
+        if not sel:
+            return True
+        for term in sel.split(","):
+            field, _, value = term.partition("=")
+            if field == "spec.nodeName":
+                if (obj.get("spec") or {}).get("nodeName", "") != value:
+                    return False
+            elif field == "metadata.name":
+                if obj["metadata"]["name"] != value:
+                    return False
+            else:
+                return False
+        return True
+
+    def list_or_watch(self, kind, q):
+        st = self.server.store
+        sel = q.get("fieldSelector", "")
+        if q.get("watch") in ("1", "true"):
+            return self.watch(kind, q, sel)
+        with st.lock:
+            items = [copy.deepcopy(o) for o in self.table(kind).values()
+                     if self.selected(kind, o, sel)]
+            rv = str(st.rv)
+        self.send_json(200, {"kind": kind + "List", "apiVersion": "v1",
+                             "metadata": {"resourceVersion": rv}, "items": items})
+
+    def chunk(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, kind, q, sel):
+        st = self.server.store
+        try:
+            since = int(q.get("resourceVersion") or "0")
+        except ValueError:
+            return self.fail(400, "BadRequest", "invalid resourceVersion")
+        with st.lock:
+            if since and since < st.compacted:
+                return self.fail(410, "Expired", "too old resource version: %d (%d)"
+                                 % (since, st.compacted))
+            if not since:
+                since = st.rv
+            gen = st.close_gen
+            # What this watcher considers selected (as of now; good enough for
+            # the tests, which watch from a fresh list's rv).
+            seen = {(o["metadata"].get("namespace", ""), o["metadata"]["name"])
+                    for o in self.table(kind).values() if self.selected(kind, o, sel)}
+            for rv, etype, k, obj in st.events:
+                if rv > since and k == kind:
+                    seen.discard((obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+        timeout = float(q.get("timeoutSeconds") or 1800)
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        deadline = time.monotonic() + timeout
+        next_bookmark = time.monotonic() + self.server.bookmark_interval
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        # Each watched object last reported at rv; a MODIFIED that moves a pod
+        # out of the selection is a DELETED for this watcher, into it ADDED.
+        try:
+            while True:
+                with st.lock:
+                    now = time.monotonic()
+                    if st.close_gen != gen or now >= deadline:
+                        break
+                    if since < st.compacted:
+                        out = [{"type": "ERROR", "object": status(410, "Expired",
+                                                                  "too old resource version")}]
+                        since = st.rv
+                        done = True
+                    else:
+                        done = False
+                        out = []
+                        for rv, etype, k, obj in st.events:
+                            if rv <= since or k != kind:
+                                continue
+                            key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                            now_in = self.selected(kind, obj, sel) and etype != "DELETED"
+                            was_in = key in seen
+                            if now_in and not was_in:
+                                seen.add(key)
+                                out.append({"type": "ADDED", "object": obj})
+                            elif now_in:
+                                out.append({"type": etype, "object": obj})
+                            elif was_in:
+                                seen.discard(key)
+                                out.append({"type": "DELETED", "object": obj})
+                        if st.events:
+                            since = max(since, st.events[-1][0])
+                    if not out and not done:
+                        if bookmarks and now >= next_bookmark:
+                            out = [{"type": "BOOKMARK", "object": {
+                                "kind": kind, "apiVersion": "v1",
+                                "metadata": {"resourceVersion": str(st.rv)}}}]
+                            since = st.rv
+                            next_bookmark = now + self.server.bookmark_interval
+                        else:
+                            st.lock.wait(min(0.05, max(0.0, deadline - now)))
+                            continue
+                for ev in out:
+                    self.chunk(ev)
+                if done:
+                    break
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    # -- test endpoints
+    def test_endpoint(self, method, p, q):
+        st = self.server.store
+        if method == "POST" and p in (["pods"], ["nodes"]):
+            obj = self.body()
+            if obj is ValueError or not isinstance(obj, dict):
+                return self.fail(400, "BadRequest", "bad object")
+            kind = "Pod" if p == ["pods"] else "Node"
+            meta = obj.setdefault("metadata", {})
+            with st.lock:
+                if kind == "Pod":
+                    meta.setdefault("namespace", "default")
+                    key = (meta["namespace"], meta["name"])
+                else:
+                    key = ("", meta["name"])
+                st.uid += 1
+                meta.setdefault("uid", "uid-%d" % st.uid)
+                obj.setdefault("kind", kind)
+                obj.setdefault("apiVersion", "v1")
+                st.bump(obj)
+                self.table(kind)[key] = obj
+                st.record("ADDED", kind, obj)
+                out = copy.deepcopy(obj)
+            return self.send_json(201, out)
+        if method == "DELETE" and len(p) == 3 and p[0] == "pods":
+            with st.lock:
+                obj = st.pods.pop((p[1], p[2]), None)
+                if obj is None:
+                    return self.fail(404, "NotFound", "no such pod")
+                st.bump(obj)
+                st.record("DELETED", "Pod", obj)
+            return self.send_json(200, obj)
+        if method == "POST" and p == ["compact"]:
+            with st.lock:
+                st.rv += 1  # open watches are now behind the compaction point
+                st.compacted = st.rv
+                st.events = []
+                st.lock.notify_all()
+            return self.send_json(200, {"compacted": st.compacted})
+        if method == "POST" and p == ["fail"]:
+            with st.lock:
+                st.fail_next = int(q.get("n", "1"))
+            return self.send_json(200, {})
+        if method == "POST" and p == ["conflict_next"]:
+            with st.lock:
+                st.conflict_next = int(q.get("n", "1"))
+            return self.send_json(200, {})
+        if method == "POST" and p == ["close_watches"]:
+            with st.lock:
+                st.close_gen += 1
+                st.lock.notify_all()
+            return self.send_json(200, {})
+        return self.fail(404, "NotFound", "no such test endpoint")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--token", default="test-token")
+    ap.add_argument("--bookmark-interval", type=float, default=1.0)
+    args = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.store = Store()
+    srv.token = args.token
+    srv.bookmark_interval = args.bookmark_interval
+    print("PORT %d" % srv.server_address[1], flush=True)
+    try:
+        srv.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
