@@ -140,15 +140,19 @@ static int setup(void **state) {
   return 0;
 }
 
+/* The plugin must stop cleanly on SIGTERM, without sanitizer reports. */
 static int teardown(void **state) {
   struct setup *s = *state;
+  int result = 0;
   if (s->plugin > 0) {
     kill(s->plugin, SIGTERM);
     int rc = vg_wait(s->plugin);
-    if (rc != 0) {
-      char log[1 << 14];
-      plugin_log(s, log, sizeof(log));
+    static char log[1 << 16];
+    plugin_log(s, log, sizeof(log));
+    if (rc != 0 || strstr(log, "Sanitizer") != NULL || strstr(log, "runtime error") != NULL ||
+        strstr(log, "signal 15: stopping") == NULL) {
       fprintf(stderr, "plugin exited %d:\n%s", rc, log);
+      result = -1;
     }
   }
   if (s->fk.pid > 0) {
@@ -159,7 +163,7 @@ static int teardown(void **state) {
   }
   vg_env_cleanup(&s->env);
   free(s);
-  return 0;
+  return result;
 }
 
 /* UUID of the GPU whose IDs sort at position which (0 or 1) in a devices answer. */
