@@ -73,7 +73,7 @@ static void stream_sync(void) {
   OK(cuLaunchKernel(f, 20 * 15, 1, 1, 1024, 1, 1, 0, s, NULL, NULL)); /* 30 ms */
   OK(cuStreamSynchronize(s));
   uint64_t waited = sim_now_ns() - t0;
-  CHECK(waited >= 30 * MS && waited < 300 * MS);
+  CHECK(waited >= 30 * MS && waited < 3000 * MS); /* upper bound: only "it ends" (loaded CI) */
   CUdeviceptr p;
   OK(cuMemAlloc_v2(&p, 4));
   t0 = sim_now_ns();
@@ -81,7 +81,7 @@ static void stream_sync(void) {
   int v;
   OK(cuMemcpyDtoH_v2(&v, p, 4));
   waited = sim_now_ns() - t0;
-  CHECK(waited >= 20 * MS && waited < 300 * MS);
+  CHECK(waited >= 20 * MS && waited < 3000 * MS);
 }
 
 static void test_stream_sync(void **state) {
@@ -102,7 +102,7 @@ static void backpressure(void) {
   OK(cuCtxSynchronize());
   uint64_t done = sim_now_ns() - t0;
   CHECK(launched >= 120 * MS); /* 200 ms of work, at most ~70 ms of it queued */
-  CHECK(done >= 200 * MS && done < 1000 * MS);
+  CHECK(done >= 200 * MS && done < 3000 * MS);
 }
 
 static void test_backpressure(void **state) {
@@ -136,7 +136,7 @@ static void race(struct racer *r, bool child) {
     uint64_t slowest = took > other ? took : other;
     uint64_t fastest = took < other ? took : other;
     CHECK(fastest >= 100 * MS);
-    CHECK(slowest >= 190 * MS && slowest < 1000 * MS);
+    CHECK(slowest >= 190 * MS && slowest < 3000 * MS);
   }
 }
 
