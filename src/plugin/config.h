@@ -1,0 +1,112 @@
+/*
+ * config.h -- the device plugin's one YAML configuration file.
+ *
+ * The file selects the resource dialects the node advertises (vgpu/HAMi,
+ * gpushare/Aliyun, timeSlicing/NVIDIA, cce/Huawei) and their options, plus a
+ * few node-level settings. NVIDIA's time-slicing file is accepted unchanged,
+ * either nested under `dialects.timeSlicing` or as the whole file. The schema
+ * is documented in docs/configuration.md; examples are in examples/config/.
+ *
+ * Every error names the place: "path:line:column: reason".
+ */
+#ifndef VG_PLUGIN_CONFIG_H
+#define VG_PLUGIN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* A Kubernetes extended resource name is at most 253 + 1 + 63 characters. */
+#define VG_RESOURCE_NAME_MAX 320
+#define VG_CONFIG_PATH_MAX 1024
+/* Most GPU indices a timeSlicing `devices:` list may name. */
+#define VG_TS_DEVICES_MAX 64
+/* Sanity bounds, to catch typos such as `replicas: 40000`. */
+#define VG_TS_REPLICAS_MAX 1024
+#define VG_VGPU_SPLIT_MAX 1024
+#define VG_CCE_MAX_VGPUS 20
+
+enum vg_dialect {
+  VG_DIALECT_VGPU = 0,
+  VG_DIALECT_GPUSHARE = 1,
+  VG_DIALECT_TIMESLICING = 2,
+  VG_DIALECT_CCE = 3,
+  VG_DIALECT_COUNT = 4
+};
+
+/* The spelling used in the file ("vgpu", "gpushare", "timeSlicing", "cce"). */
+const char *vg_dialect_name(enum vg_dialect d);
+
+/* HAMi. Only `resource_count` is a device-plugin resource; the others are
+ * read from the pod (and by the scheduler). */
+struct vg_dialect_vgpu {
+  int enabled;
+  char resource_count[VG_RESOURCE_NAME_MAX];          /* nvidia.com/vgpu */
+  char resource_mem[VG_RESOURCE_NAME_MAX];            /* nvidia.com/gpumem (MiB) */
+  char resource_mem_percentage[VG_RESOURCE_NAME_MAX]; /* nvidia.com/gpumem-percentage */
+  char resource_cores[VG_RESOURCE_NAME_MAX];          /* nvidia.com/gpucores (%) */
+  unsigned split_count;                               /* slices per GPU, default 10 */
+  double memory_scaling;                              /* 0 < x <= 1, default 1 */
+  double core_scaling;                                /* 0 < x <= 10, default 1 */
+};
+
+/* Aliyun: one device ID per memory unit. */
+struct vg_dialect_gpushare {
+  int enabled;
+  char resource[VG_RESOURCE_NAME_MAX]; /* aliyun.com/gpu-mem */
+  uint64_t unit;                       /* bytes: 1 GiB (default) or 1 MiB */
+};
+
+enum vg_memory_per_replica { VG_MEMORY_PER_REPLICA_NONE = 0, VG_MEMORY_PER_REPLICA_EQUAL = 1 };
+
+/* NVIDIA time-slicing: `replicas` device IDs per GPU, no limits by default. */
+struct vg_dialect_timeslicing {
+  int enabled;
+  int from_nvidia_file; /* the whole file was NVIDIA's own */
+  int rename_by_default;
+  int fail_requests_greater_than_one;
+  unsigned replicas;
+  char resource[VG_RESOURCE_NAME_MAX]; /* nvidia.com/gpu or nvidia.com/gpu.shared */
+  int all_devices;                     /* devices: all (the default) */
+  unsigned devices[VG_TS_DEVICES_MAX]; /* otherwise these GPU indices */
+  size_t n_devices;
+  enum vg_memory_per_replica memory_per_replica;
+};
+
+/* Huawei CCE. Memory in units of 128 MiB, cores in multiples of 5 %. */
+struct vg_dialect_cce {
+  int enabled;
+  char resource_mem[VG_RESOURCE_NAME_MAX];  /* volcano.sh/gpu-mem.128Mi */
+  char resource_core[VG_RESOURCE_NAME_MAX]; /* volcano.sh/gpu-core.percentage */
+  unsigned max_vgpus_per_gpu;               /* 1..20, default 20 */
+};
+
+#define VG_CCE_UNIT (128ULL << 20)
+
+struct vg_plugin_config {
+  char library[VG_CONFIG_PATH_MAX];   /* libvgpu.so on the host */
+  char state_dir[VG_CONFIG_PATH_MAX]; /* per-container region directories */
+  uint64_t context_reserve;           /* bytes reserved per slice for a CUDA context */
+  struct vg_dialect_vgpu vgpu;
+  struct vg_dialect_gpushare gpushare;
+  struct vg_dialect_timeslicing ts;
+  struct vg_dialect_cce cce;
+};
+
+#define VG_DEFAULT_LIBRARY "/usr/local/vgpu/libvgpu.so"
+#define VG_DEFAULT_STATE_DIR "/var/lib/vgpu"
+#define VG_DEFAULT_CONTEXT_RESERVE (256ULL << 20)
+
+/* Reads and validates the file. Returns 0, or -1 with err = "path:line:col: reason"
+ * and *cfg left zeroed. */
+int vg_plugin_config_load(const char *path, struct vg_plugin_config *cfg, struct vg_err *err);
+
+/* The same for a string in memory; `name` stands for the path in messages. */
+int vg_plugin_config_parse_string(const char *text, size_t len, const char *name,
+                                  struct vg_plugin_config *cfg, struct vg_err *err);
+
+/* Releases what a successful load holds (nothing on the heap today; call it anyway). */
+void vg_plugin_config_free(struct vg_plugin_config *cfg);
+
+#endif
