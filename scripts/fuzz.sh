@@ -7,9 +7,10 @@ secs="${FUZZ_SECONDS:-60}"
 out=build-fuzz
 mkdir -p "$out"
 common="src/common/err.c src/common/log.c src/common/size.c src/common/shmfile.c src/common/region.c"
-for t in size config region; do
+for t in size config region plugin_config; do
   extra=""
   [ "$t" = config ] && extra="src/lib/config.c"
+  [ "$t" = plugin_config ] && extra="-Isrc/plugin src/plugin/config.c src/plugin/dialect.c -lyaml"
   # shellcheck disable=SC2086
   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/common -Isrc/lib \
     "tests/fuzz/fuzz_$t.c" $common $extra -lpthread -o "$out/fuzz_$t"
