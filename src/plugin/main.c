@@ -129,6 +129,7 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   sigprocmask(SIG_BLOCK, &set, NULL);
   int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sigfd < 0) {

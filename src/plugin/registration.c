@@ -151,7 +151,17 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) {
+        if (si.ssi_signo == SIGUSR1) {
+          static struct vg_gpu gpus[VG_MAX_GPUS];
+          unsigned n = 0;
+          char err[512];
+          if (vg_gpus_discover(gpus, &n, err, sizeof(err)) == 0) {
+            vg_plog("SIGUSR1: %u GPUs found again; sending the device list", n);
+            vg_plugin_set_gpus(p, gpus, n);
+          } else {
+            vg_plog("SIGUSR1: GPU discovery: %s; keeping the device list", err);
+          }
+        } else if (si.ssi_signo == SIGHUP) {
           vg_plog("SIGHUP: registering again");
           registered = false;
           next_try = now_ms();

@@ -16,7 +16,8 @@ struct vg_reg_opts {
 };
 
 /* Serves and registers until SIGINT/SIGTERM arrives on sigfd (a signalfd;
- * SIGHUP registers again). 0 on a clean stop, 1 when the socket cannot be
+ * SIGHUP registers again, SIGUSR1 discovers the GPUs again and sends the
+ * device list to every ListAndWatch stream). 0 on a clean stop, 1 when the socket cannot be
  * served at start. */
 int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int sigfd);
 

@@ -296,6 +296,23 @@ static void test_kubelet_restart(void **state) {
   assert_true(wait_log(s, "registering again", 1));
 }
 
+/* A device change (here: SIGUSR1, discovery again) sends a new full snapshot
+ * on the open ListAndWatch stream (vg_plugin_devices_changed). */
+static void test_devices_changed(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin(s, NULL, NULL);
+  assert_non_null(strstr(fake(s, "registrations 1 5"), "\"ok\": true"));
+  assert_non_null(strstr(fake(s, "devices 1 5"), "\"messages\": 1,"));
+  kill(s->plugin, SIGUSR1);
+  const char *r = fake(s, "devices 2 5");
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_non_null(strstr(r, "\"messages\": 2,"));
+  assert_int_equal(count(r, "\"Healthy\""), 2 * SLOTS);
+  kill(s->plugin, SIGUSR1);
+  assert_non_null(strstr(fake(s, "devices 3 5"), "\"messages\": 3,"));
+}
+
 static void test_kubelet_missing_at_start(void **state) {
   struct setup *s = *state;
   start_fake(s, true); /* no kubelet.sock yet */
@@ -340,6 +357,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_restart, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_devices_changed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_missing_at_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_register_rejected, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
