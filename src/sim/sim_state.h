@@ -46,6 +46,14 @@
 
 /* Fault bits in vg_sim_device.fault (set by tests or future injection). */
 #define VG_SIM_FAULT_LOST 0x1u
+/* XID events (vgpu-sim fault --xid), packed into the same word so that the
+ * state file's layout does not change: bits 8..15 count the XID events
+ * recorded so far (mod 256), bits 16..31 hold the last XID code. NVML's event
+ * API (nvml_events.c) reports a change of the count as one
+ * nvmlEventTypeXidCriticalError event. Read and written with __atomic. */
+#define VG_SIM_FAULT_XID_SEQ_SHIFT 8
+#define VG_SIM_FAULT_XID_SEQ_MASK 0xff00u
+#define VG_SIM_FAULT_XID_SHIFT 16
 
 struct vg_sim_config {
   uint32_t devices;
