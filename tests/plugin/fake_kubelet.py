@@ -15,11 +15,21 @@ as the kubelet does (../shared/research/k8s-interfaces.md sections 1 and 4):
 Commands, one per line on stdin; one JSON object per line on stdout:
   listen                      start serving kubelet.sock (with --defer)
   registrations N SECONDS     wait until N registrations were accepted
-  devices MESSAGES SECONDS    wait until MESSAGES ListAndWatch messages came
-  allocate ID,ID,...          GetPreferredAllocation + Allocate (one container)
+  devices MESSAGES SECONDS [RESOURCE]
+                              wait until MESSAGES ListAndWatch messages came
+  allocate ID,ID,... [RESOURCE]
+                              GetPreferredAllocation + Allocate (one container)
+  (RESOURCE: a registered resource name; default the last one registered --
+  the kubelet keeps one endpoint and one device list per resource)
   restart                     simulate a kubelet restart
   quit
-Usage: fake_kubelet.py --dir DIR --proto-dir DIR [--defer]
+With --podresources SOCKET it also serves the PodResources API v1
+(/v1.PodResourcesLister/List, from podresources.proto in --proto-dir) there,
+listing what these commands assigned, as the kubelet lists its pods:
+  assign NS POD CONTAINER RESOURCE ID,ID,...   the container holds these IDs
+  unassign NS POD                              the pod is gone
+  podresources_calls                           how many List calls came
+Usage: fake_kubelet.py --dir DIR --proto-dir DIR [--defer] [--podresources SOCKET]
 """
 import argparse
 import json
@@ -47,6 +57,63 @@ def load_stubs(proto_dir):
     import deviceplugin_pb2 as pb
     import deviceplugin_services_pb2_grpc as svc
     return pb, svc
+
+
+def load_podresources(proto_dir):
+    out = tempfile.mkdtemp(prefix="fake-kubelet-podresources-")
+    subprocess.run(["protoc", "--proto_path=" + proto_dir, "--python_out=" + out,
+                    "podresources.proto"], check=True)
+    sys.path.insert(0, out)
+    import podresources_pb2 as prpb
+    return prpb
+
+
+class PodResources:
+    """The kubelet's PodResourcesLister (List only), on its own socket."""
+
+    def __init__(self, grpc, prpb, sock):
+        self.grpc, self.prpb, self.sock = grpc, prpb, sock
+        self.lock = threading.Lock()
+        self.pods = {}  # (ns, pod) -> {container: {resource: [ids]}}, in assignment order
+        self.calls = 0
+        self.server = None
+
+    def List(self, request, context):
+        with self.lock:
+            self.calls += 1
+            pods = [(k, {c: dict(r) for c, r in v.items()}) for k, v in self.pods.items()]
+        resp = self.prpb.ListPodResourcesResponse()
+        for (ns, name), containers in pods:
+            pr = resp.pod_resources.add(name=name, namespace=ns)
+            for cname, resources in containers.items():
+                cr = pr.containers.add(name=cname)
+                for rname, ids in resources.items():
+                    cr.devices.add(resource_name=rname, device_ids=ids)
+        return resp
+
+    def assign(self, ns, pod, container, resource, ids):
+        with self.lock:
+            self.pods.setdefault((ns, pod), {}).setdefault(container, {})[resource] = ids
+
+    def unassign(self, ns, pod):
+        with self.lock:
+            return self.pods.pop((ns, pod), None) is not None
+
+    def start(self):
+        handler = self.grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
+            "List": self.grpc.unary_unary_rpc_method_handler(
+                self.List,
+                request_deserializer=self.prpb.ListPodResourcesRequest.FromString,
+                response_serializer=self.prpb.ListPodResourcesResponse.SerializeToString)})
+        self.server = self.grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.server.add_insecure_port("unix:" + self.sock)
+        self.server.start()
+
+    def stop(self):
+        if self.server is not None:
+            self.server.stop(0).wait()
+            self.server = None
 
 
 def emit(obj):
@@ -82,9 +149,10 @@ class Kubelet:
         self.cond = threading.Condition()
         self.registrations = []
         self.rejections = []
-        self.messages = []  # list of snapshots {id: health}
-        self.plugin = None  # (endpoint, options, channel, stub)
-        self.watch_call = None
+        self.messages = {}  # resource -> list of snapshots {id: health}
+        self.plugins = {}  # resource -> (endpoint, options, channel, stub)
+        self.watch_calls = {}  # resource -> ListAndWatch call
+        self.last = None  # the resource registered last
 
     # -- Registration service --
     def Register(self, request, context):
@@ -115,24 +183,26 @@ class Kubelet:
         rec["options_callback"] = {
             "get_preferred_allocation_available": options.get_preferred_allocation_available,
             "pre_start_required": options.pre_start_required}
+        name = request.resource_name
         with self.cond:
-            if self.watch_call is not None:
-                self.watch_call.cancel()
-            self.plugin = (request.endpoint, options, channel, stub)
+            if name in self.watch_calls:
+                self.watch_calls.pop(name).cancel()
+            self.plugins[name] = (request.endpoint, options, channel, stub)
+            self.last = name
             self.registrations.append(rec)
             self.cond.notify_all()
-        threading.Thread(target=self.watch, args=(stub,), daemon=True).start()
+        threading.Thread(target=self.watch, args=(name, stub), daemon=True).start()
         return self.pb.Empty()
 
-    def watch(self, stub):
+    def watch(self, name, stub):
         call = stub.ListAndWatch(self.pb.Empty())
         with self.cond:
-            self.watch_call = call
+            self.watch_calls[name] = call
         try:
             for resp in call:
                 snap = {d.ID: d.health for d in resp.devices}  # a full snapshot each time
                 with self.cond:
-                    self.messages.append(snap)
+                    self.messages.setdefault(name, []).append(snap)
                     self.cond.notify_all()
         except self.grpc.RpcError:
             pass
@@ -156,10 +226,10 @@ class Kubelet:
 
     def stop(self):
         with self.cond:
-            if self.watch_call is not None:
-                self.watch_call.cancel()
-            self.watch_call = None
-            self.plugin = None
+            for call in self.watch_calls.values():
+                call.cancel()
+            self.watch_calls = {}
+            self.plugins = {}
         if self.server is not None:
             self.server.stop(0).wait()
             self.server = None
@@ -175,10 +245,14 @@ class Kubelet:
         return True
 
     # -- allocation, as at pod admission --
-    def allocate(self, ids):
+    def snapshots(self, name):
+        return self.messages.get(name if name is not None else self.last, [])
+
+    def allocate(self, ids, name=None):
         with self.cond:
-            plugin = self.plugin
-            snap = self.messages[-1] if self.messages else {}
+            plugin = self.plugins.get(name if name is not None else self.last)
+            snaps = self.snapshots(name)
+            snap = snaps[-1] if snaps else {}
         if plugin is None:
             return {"ok": False, "error": "no plugin registered"}
         _, options, _, stub = plugin
@@ -212,13 +286,19 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--proto-dir", required=True)
     ap.add_argument("--defer", action="store_true")
+    ap.add_argument("--podresources", default=None)
     args = ap.parse_args()
     pb, svc = load_stubs(args.proto_dir)
     import grpc
     k = Kubelet(grpc, pb, svc, args.dir)
     if not args.defer:
         k.listen()
-    emit({"ready": True, "listening": not args.defer, "socket": k.sock})
+    pr = None
+    if args.podresources is not None:
+        pr = PodResources(grpc, load_podresources(args.proto_dir), args.podresources)
+        pr.start()
+    emit({"ready": True, "listening": not args.defer, "socket": k.sock,
+          "podresources": args.podresources})
     for line in sys.stdin:
         words = line.split()
         if not words:
@@ -240,22 +320,35 @@ def main():
                 emit({"ok": ok, "rejections": k.rejections})
         elif cmd == "devices":
             n, secs = int(words[1]), float(words[2])
-            ok = k.wait(lambda: len(k.messages) >= n, secs)
+            name = words[3] if len(words) > 3 else None
+            ok = k.wait(lambda: len(k.snapshots(name)) >= n, secs)
             with k.cond:
-                snap = k.messages[-1] if k.messages else {}
-                emit({"ok": ok, "messages": len(k.messages), "devices": snap,
+                snaps = k.snapshots(name)
+                snap = snaps[-1] if snaps else {}
+                emit({"ok": ok, "messages": len(snaps), "devices": snap,
                       "healthy": sum(1 for h in snap.values() if h == "Healthy")})
         elif cmd == "allocate":
-            emit(k.allocate(words[1].split(",") if len(words) > 1 else []))
+            emit(k.allocate(words[1].split(",") if len(words) > 1 else [],
+                            words[2] if len(words) > 2 else None))
         elif cmd == "restart":
             k.stop()
             k.listen()
             emit({"ok": True, "t": time.time()})
+        elif cmd == "assign" and pr is not None and len(words) == 6:
+            pr.assign(words[1], words[2], words[3], words[4], words[5].split(","))
+            emit({"ok": True})
+        elif cmd == "unassign" and pr is not None and len(words) == 3:
+            emit({"ok": pr.unassign(words[1], words[2])})
+        elif cmd == "podresources_calls" and pr is not None:
+            with pr.lock:
+                emit({"ok": True, "calls": pr.calls})
         elif cmd == "quit":
             break
         else:
             emit({"ok": False, "error": "unknown command %r" % cmd})
     k.stop()
+    if pr is not None:
+        pr.stop()
 
 
 if __name__ == "__main__":

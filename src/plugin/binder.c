@@ -1,0 +1,532 @@
+/* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
+#include "binder.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "k8s.h"
+#include "podresources.h"
+#include "region.h"
+
+#define BINDER_INTERVAL_MS 2000 /* the safety net */
+#define BINDER_FAST_MS 25       /* first retry after a wake; doubles up to the interval */
+#define BINDER_LIST_TIMEOUT_MS 5000
+#define BINDER_LOGGED_MAX 1024
+#define BINDER_GPUS_MAX 64
+
+struct binder_gpu {
+  char uuid[96];
+  uint64_t memory;
+};
+
+struct vg_binder {
+  struct vg_plugin_config cfg;
+  struct vg_k8s_client *k8s;
+  char socket[1024];
+  char state_dir[VG_CONFIG_PATH_MAX];
+
+  pthread_mutex_t lock; /* everything below */
+  pthread_cond_t cond;
+  pthread_t thread;
+  bool started, stopping;
+  uint64_t wakes;
+  struct binder_gpu gpus[BINDER_GPUS_MAX];
+  unsigned ngpus;
+  struct vg_binder_stats stats;
+
+  /* Binder thread only (or the vg_binder_run_once caller). */
+  char *logged[BINDER_LOGGED_MAX]; /* "what|ns/pod/container/resource" said once */
+  size_t nlogged;
+  char last_logged_error[VG_ERR_MAX];
+  uint64_t pass_unbindable;
+  uint64_t pass_bound;
+  bool pass_error;
+};
+
+static void blog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void blog(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "vgpu-device-plugin: binder: %s\n", line);
+}
+
+/* True the first time (what, key) is seen: say it once, not every pass. */
+static bool first_time(struct vg_binder *b, const char *what, const char *key) {
+  char k[1400];
+  snprintf(k, sizeof(k), "%s|%s", what, key);
+  for (size_t i = 0; i < b->nlogged; i++)
+    if (strcmp(b->logged[i], k) == 0) return false;
+  if (b->nlogged == BINDER_LOGGED_MAX) {
+    for (size_t i = 0; i < b->nlogged; i++) free(b->logged[i]);
+    b->nlogged = 0;
+  }
+  char *copy = strdup(k);
+  if (copy != NULL) b->logged[b->nlogged++] = copy;
+  return true;
+}
+
+static void set_error(struct vg_binder *b, const char *msg) {
+  pthread_mutex_lock(&b->lock);
+  snprintf(b->stats.last_error, sizeof(b->stats.last_error), "%s", msg);
+  pthread_mutex_unlock(&b->lock);
+  b->pass_error = true;
+  if (strcmp(b->last_logged_error, msg) != 0) {
+    snprintf(b->last_logged_error, sizeof(b->last_logged_error), "%s", msg);
+    blog("%s", msg);
+  }
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The same name as src/plugin/plugin.c's allocate_one gives the slot
+ * directory (FNV-1a 64 over the sorted IDs, each followed by '\n'): keep the
+ * two in step until they share one function. */
+void vg_binder_slot_hash(const char *const *ids, size_t n, char out[17]) {
+  const char **sorted = malloc((n + 1) * sizeof(*sorted));
+  if (sorted == NULL) abort();
+  memcpy(sorted, ids, n * sizeof(*sorted));
+  qsort(sorted, n, sizeof(*sorted), cmp_str);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    for (const char *s = sorted[i]; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  free(sorted);
+  snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* ---- limits from the pod ---- */
+
+/* A Kubernetes quantity as a whole number: digits with an optional decimal
+ * suffix (k M G T) or binary one (Ki Mi Gi Ti). -1 when malformed. */
+static int parse_quantity(json_object *v, uint64_t *out) {
+  if (json_object_is_type(v, json_type_int)) {
+    int64_t x = json_object_get_int64(v);
+    if (x < 0) return -1;
+    *out = (uint64_t)x;
+    return 0;
+  }
+  if (!json_object_is_type(v, json_type_string)) return -1;
+  const char *s = json_object_get_string(v);
+  if (*s < '0' || *s > '9') return -1;
+  errno = 0;
+  char *end;
+  unsigned long long x = strtoull(s, &end, 10);
+  if (errno != 0) return -1;
+  static const struct {
+    const char *suffix;
+    uint64_t mult;
+  } units[] = {{"", 1},
+               {"k", 1000ull},
+               {"M", 1000000ull},
+               {"G", 1000000000ull},
+               {"T", 1000000000000ull},
+               {"Ki", 1ull << 10},
+               {"Mi", 1ull << 20},
+               {"Gi", 1ull << 30},
+               {"Ti", 1ull << 40}};
+  for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    if (strcmp(end, units[i].suffix) != 0) continue;
+    if (x > UINT64_MAX / units[i].mult) return -1;
+    *out = x * units[i].mult;
+    return 0;
+  }
+  return -1;
+}
+
+/* The container's resources.limits (or requests: extended resources must
+ * have both equal, so either says it), NULL if the pod has no such container. */
+static json_object *container_limits(json_object *pod, const char *container) {
+  json_object *spec, *list;
+  if (!json_object_object_get_ex(pod, "spec", &spec)) return NULL;
+  static const char *const lists[] = {"containers", "initContainers"};
+  for (size_t l = 0; l < 2; l++) {
+    if (!json_object_object_get_ex(spec, lists[l], &list) ||
+        !json_object_is_type(list, json_type_array))
+      continue;
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+      json_object *c = json_object_array_get_idx(list, i), *name, *res, *lim;
+      if (!json_object_object_get_ex(c, "name", &name) ||
+          strcmp(json_object_get_string(name), container) != 0)
+        continue;
+      if (!json_object_object_get_ex(c, "resources", &res)) return json_object_new_object();
+      if (json_object_object_get_ex(res, "limits", &lim)) return json_object_get(lim);
+      if (json_object_object_get_ex(res, "requests", &lim)) return json_object_get(lim);
+      return json_object_new_object();
+    }
+  }
+  return NULL;
+}
+
+/* 1 with *v set, 0 when absent, -1 when malformed. */
+static int get_quantity(json_object *limits, const char *name, uint64_t *v) {
+  json_object *q;
+  if (name[0] == '\0' || !json_object_object_get_ex(limits, name, &q)) return 0;
+  return parse_quantity(q, v) == 0 ? 1 : -1;
+}
+
+struct gpu_limit {
+  char uuid[96];
+  uint64_t ids;     /* the container's IDs on this GPU */
+  uint64_t memory;  /* bytes; 0 unlimited */
+  unsigned percent; /* SM; 0 unlimited */
+};
+
+static uint64_t gpu_memory(struct vg_binder *b, const char *uuid, const struct vg_region *r) {
+  uint64_t m = 0;
+  pthread_mutex_lock(&b->lock);
+  for (unsigned i = 0; i < b->ngpus; i++)
+    if (strcmp(b->gpus[i].uuid, uuid) == 0) m = b->gpus[i].memory;
+  pthread_mutex_unlock(&b->lock);
+  if (m != 0) return m;
+  for (uint32_t i = 0; i < r->device_count && i < VG_MAX_DEVICES; i++)
+    if (strncmp(r->dev[i].uuid, uuid, VG_UUID_LEN) == 0) return r->dev[i].mem_total;
+  return 0;
+}
+
+/* ---- one container ---- */
+
+struct pass {
+  struct vg_binder *b;
+};
+
+/* Leaves the region pending and says why, once per container and reason. */
+static void leave_pending(struct vg_binder *b, const char *key, const char *what, const char *fmt,
+                          ...) __attribute__((format(printf, 4, 5)));
+static void leave_pending(struct vg_binder *b, const char *key, const char *what, const char *fmt,
+                          ...) {
+  b->pass_unbindable++;
+  if (!first_time(b, what, key)) return;
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  blog("%s: %s; its limits stay pending (libvgpu fails closed after its timeout)", key, msg);
+}
+
+static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
+                           enum vg_dialect dialect, struct vg_shm *shm, const char *key) {
+  if (b->k8s == NULL) {
+    leave_pending(b, key, "no-api", "no Kubernetes API client to read the pod from");
+    return;
+  }
+  json_object *pod = NULL;
+  struct vg_err err = {""};
+  int rc = vg_k8s_get_pod(b->k8s, d->ns, d->pod, &pod, &err);
+  if (rc == VG_K8S_ENOTFOUND) {
+    leave_pending(b, key, "no-pod", "pod %s/%s is not in the API server", d->ns, d->pod);
+    return;
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&b->lock);
+    b->stats.api_errors++;
+    pthread_mutex_unlock(&b->lock);
+    b->pass_unbindable++;
+    char msg[VG_ERR_MAX + 200];
+    snprintf(msg, sizeof(msg), "cannot read pod %s/%s (limits stay pending, retrying): %s", d->ns,
+             d->pod, err.msg);
+    set_error(b, msg);
+    return;
+  }
+  json_object *limits = container_limits(pod, d->container);
+  json_object_put(pod);
+  if (limits == NULL) {
+    leave_pending(b, key, "no-container", "pod %s/%s has no container %s", d->ns, d->pod,
+                  d->container);
+    return;
+  }
+
+  /* The GPUs the IDs name ("<GPU-UUID>::<slot>"), with how many IDs each. */
+  struct gpu_limit gl[VG_MAX_DEVICES];
+  size_t ng = 0;
+  for (size_t i = 0; i < d->n_ids; i++) {
+    const char *sep = strstr(d->ids[i], "::");
+    size_t len = sep != NULL ? (size_t)(sep - d->ids[i]) : strlen(d->ids[i]);
+    if (len == 0 || len >= sizeof(gl[0].uuid)) {
+      json_object_put(limits);
+      leave_pending(b, key, "bad-id", "device ID \"%s\" names no GPU", d->ids[i]);
+      return;
+    }
+    size_t g = 0;
+    while (g < ng && !(strlen(gl[g].uuid) == len && strncmp(gl[g].uuid, d->ids[i], len) == 0)) g++;
+    if (g == ng) {
+      if (ng == VG_MAX_DEVICES) {
+        json_object_put(limits);
+        leave_pending(b, key, "too-many", "more than %d GPUs", VG_MAX_DEVICES);
+        return;
+      }
+      memset(&gl[ng], 0, sizeof(gl[ng]));
+      memcpy(gl[ng].uuid, d->ids[i], len);
+      ng++;
+    }
+    gl[g].ids++;
+  }
+
+  const struct vg_region *r = vg_region_of(shm);
+  const char *missing = NULL, *malformed = NULL;
+  uint64_t mem = 0, pct = 0, cores = 0, units = 0;
+  int has_mem = 0, has_pct = 0, has_cores = 0;
+  if (dialect == VG_DIALECT_VGPU) {
+    const struct vg_dialect_vgpu *v = &b->cfg.vgpu;
+    uint64_t count;
+    int has_count = get_quantity(limits, v->resource_count, &count);
+    has_mem = get_quantity(limits, v->resource_mem, &mem);
+    has_pct = get_quantity(limits, v->resource_mem_percentage, &pct);
+    has_cores = get_quantity(limits, v->resource_cores, &cores);
+    if (has_count == 0) missing = v->resource_count;
+    if (has_count < 0) malformed = v->resource_count;
+    if (has_mem < 0) malformed = v->resource_mem;
+    if (has_pct < 0 || (has_pct > 0 && pct > 100)) malformed = v->resource_mem_percentage;
+    if (has_cores < 0 || (has_cores > 0 && cores > 100)) malformed = v->resource_cores;
+  } else {
+    const struct vg_dialect_cce *c = &b->cfg.cce;
+    int has_units = get_quantity(limits, c->resource_mem, &units);
+    has_cores = get_quantity(limits, c->resource_core, &cores);
+    if (has_units == 0) missing = c->resource_mem;
+    if (has_units < 0) malformed = c->resource_mem;
+    if (has_cores < 0 || (has_cores > 0 && cores > 100)) malformed = c->resource_core;
+    if (has_units > 0 && units != d->n_ids && first_time(b, "cce-count", key))
+      blog("%s: %s is %" PRIu64 " but the kubelet gave %zu IDs; using the IDs", key,
+           c->resource_mem, units, d->n_ids);
+  }
+  json_object_put(limits);
+  if (missing != NULL) {
+    leave_pending(b, key, "no-resource", "container %s of pod %s/%s has no %s in its limits",
+                  d->container, d->ns, d->pod, missing);
+    return;
+  }
+  if (malformed != NULL) {
+    leave_pending(b, key, "malformed", "container %s of pod %s/%s: malformed %s", d->container,
+                  d->ns, d->pod, malformed);
+    return;
+  }
+  for (size_t g = 0; g < ng; g++) {
+    gl[g].percent = has_cores > 0 ? (unsigned)cores : 0;
+    if (dialect == VG_DIALECT_CCE) {
+      gl[g].memory = gl[g].ids * VG_CCE_UNIT;
+    } else if (has_mem > 0 && mem > 0) {
+      gl[g].memory = mem << 20; /* MiB per GPU */
+    } else if (has_pct > 0 && pct > 0 && pct < 100) {
+      uint64_t total = gpu_memory(b, gl[g].uuid, r);
+      if (total == 0) {
+        leave_pending(b, key, "no-memory", "the memory of %s is unknown (for %s)", gl[g].uuid,
+                      b->cfg.vgpu.resource_mem_percentage);
+        return;
+      }
+      gl[g].memory = (total / 100 * pct + total % 100 * pct / 100) & ~((1ull << 20) - 1);
+    } else {
+      gl[g].memory = 0; /* HAMi's default: the whole GPU (100 %) */
+    }
+  }
+
+  for (size_t g = 0; g < ng; g++) {
+    if (vg_region_lock(shm) != 0) {
+      leave_pending(b, key, "lock", "the lock of %s is unusable", shm->path);
+      return;
+    }
+    int dev = vg_region_device_locked(shm, gl[g].uuid, gpu_memory(b, gl[g].uuid, r));
+    vg_region_unlock(shm);
+    if (dev < 0) {
+      leave_pending(b, key, "full", "%s has no room for another GPU", shm->path);
+      return;
+    }
+    struct vg_err e = {""};
+    if (vg_region_set_mem_limit(shm, dev, gl[g].memory, &e) != 0) {
+      leave_pending(b, key, "set-limit", "%s", e.msg);
+      return;
+    }
+    vg_region_set_sm_limit(shm, dev, gl[g].percent);
+  }
+  vg_region_set_pending(shm, false);
+  b->pass_bound++;
+  pthread_mutex_lock(&b->lock);
+  b->stats.bound++;
+  pthread_mutex_unlock(&b->lock);
+}
+
+static int on_devices(const struct vg_pod_devices *d, void *arg) {
+  struct vg_binder *b = ((struct pass *)arg)->b;
+  enum vg_dialect dialect;
+  if (b->cfg.vgpu.enabled && strcmp(d->resource, b->cfg.vgpu.resource_count) == 0)
+    dialect = VG_DIALECT_VGPU;
+  else if (b->cfg.cce.enabled && strcmp(d->resource, b->cfg.cce.resource_mem) == 0)
+    dialect = VG_DIALECT_CCE;
+  else
+    return 0; /* not ours, or limits that the IDs alone give at Allocate */
+  char hash[17], path[VG_CONFIG_PATH_MAX + 64];
+  vg_binder_slot_hash(d->ids, d->n_ids, hash);
+  snprintf(path, sizeof(path), "%s/slots/%s/region.cache", b->state_dir, hash);
+  struct stat st;
+  if (stat(path, &st) != 0) return 0; /* not allocated by this plugin (yet) */
+  struct vg_shm shm;
+  struct vg_err err = {""};
+  if (vg_region_open(&shm, path, &err) != 0) {
+    char key[1200];
+    snprintf(key, sizeof(key), "%s", path);
+    leave_pending(b, key, "open", "%s", err.msg);
+    return 0;
+  }
+  if (vg_region_pending(vg_region_of(&shm))) {
+    char key[1200];
+    snprintf(key, sizeof(key), "%s/%s/%s/%s", d->ns, d->pod, d->container, d->resource);
+    bind_container(b, d, dialect, &shm, key);
+  }
+  vg_shm_close(&shm);
+  return 0;
+}
+
+int vg_binder_run_once(struct vg_binder *b, struct vg_err *err) {
+  b->pass_unbindable = 0;
+  b->pass_bound = 0;
+  b->pass_error = false;
+  struct pass p = {b};
+  struct vg_err e = {""};
+  int rc = vg_podresources_list(b->socket, BINDER_LIST_TIMEOUT_MS, on_devices, &p, &e);
+  pthread_mutex_lock(&b->lock);
+  b->stats.passes++;
+  b->stats.unbindable = b->pass_unbindable;
+  if (rc != 0) b->stats.list_errors++;
+  pthread_mutex_unlock(&b->lock);
+  if (rc != 0) {
+    char msg[VG_ERR_MAX + 100];
+    snprintf(msg, sizeof(msg), "%s (retrying)", e.msg);
+    set_error(b, msg);
+    if (err != NULL) *err = e;
+    return -1;
+  }
+  if (!b->pass_error && b->last_logged_error[0] != '\0') {
+    blog("the kubelet and the API server answer again");
+    b->last_logged_error[0] = '\0';
+  }
+  return (int)b->pass_bound;
+}
+
+/* ---- the thread ---- */
+
+static void *binder_main(void *arg) {
+  struct vg_binder *b = arg;
+  unsigned delay_ms = BINDER_FAST_MS; /* a restarted plugin binds what is pending soon */
+  pthread_mutex_lock(&b->lock);
+  uint64_t seen = b->wakes;
+  while (!b->stopping) {
+    pthread_mutex_unlock(&b->lock);
+    vg_binder_run_once(b, NULL);
+    pthread_mutex_lock(&b->lock);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += delay_ms / 1000;
+    until.tv_nsec += (long)(delay_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!b->stopping && b->wakes == seen &&
+           pthread_cond_timedwait(&b->cond, &b->lock, &until) != ETIMEDOUT) {
+    }
+    if (b->wakes != seen) {
+      seen = b->wakes;
+      delay_ms = BINDER_FAST_MS; /* the kubelet records the IDs once Allocate returns */
+    } else {
+      delay_ms = delay_ms * 2 < BINDER_INTERVAL_MS ? delay_ms * 2 : BINDER_INTERVAL_MS;
+    }
+  }
+  pthread_mutex_unlock(&b->lock);
+  return NULL;
+}
+
+struct vg_binder *vg_binder_new(const struct vg_plugin_config *cfg, struct vg_k8s_client *k8s,
+                                const char *podresources_socket, const char *state_dir,
+                                struct vg_err *err) {
+  if (state_dir == NULL || state_dir[0] == '\0') state_dir = cfg->state_dir;
+  if (state_dir[0] == '\0') state_dir = VG_DEFAULT_STATE_DIR;
+  if (podresources_socket == NULL || podresources_socket[0] == '\0')
+    podresources_socket = VG_PODRESOURCES_SOCKET;
+  if (strlen(state_dir) >= VG_CONFIG_PATH_MAX) {
+    vg_err_set(err, "binder: state directory path too long");
+    return NULL;
+  }
+  struct vg_binder *b = calloc(1, sizeof(*b));
+  if (b == NULL) {
+    vg_err_set(err, "binder: out of memory");
+    return NULL;
+  }
+  b->cfg = *cfg;
+  b->k8s = k8s;
+  snprintf(b->socket, sizeof(b->socket), "%s", podresources_socket);
+  snprintf(b->state_dir, sizeof(b->state_dir), "%s", state_dir);
+  pthread_mutex_init(&b->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&b->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  return b;
+}
+
+void vg_binder_set_gpus(struct vg_binder *b, const struct vg_gpu *gpus, unsigned n) {
+  pthread_mutex_lock(&b->lock);
+  b->ngpus = 0;
+  for (unsigned i = 0; i < n && i < BINDER_GPUS_MAX; i++) {
+    snprintf(b->gpus[i].uuid, sizeof(b->gpus[i].uuid), "%s", gpus[i].uuid);
+    b->gpus[i].memory = gpus[i].memory;
+    b->ngpus++;
+  }
+  pthread_mutex_unlock(&b->lock);
+}
+
+int vg_binder_start(struct vg_binder *b, struct vg_err *err) {
+  pthread_mutex_lock(&b->lock);
+  int rc = 0;
+  if (!b->started) {
+    rc = pthread_create(&b->thread, NULL, binder_main, b);
+    if (rc == 0) b->started = true;
+  }
+  pthread_mutex_unlock(&b->lock);
+  if (rc != 0) return vg_err_set(err, "binder: cannot start its thread: %s", strerror(rc));
+  return 0;
+}
+
+void vg_binder_wake(struct vg_binder *b) {
+  pthread_mutex_lock(&b->lock);
+  b->wakes++;
+  pthread_cond_signal(&b->cond);
+  pthread_mutex_unlock(&b->lock);
+}
+
+void vg_binder_wake_fn(void *binder) { vg_binder_wake(binder); }
+
+void vg_binder_get_stats(struct vg_binder *b, struct vg_binder_stats *st) {
+  pthread_mutex_lock(&b->lock);
+  *st = b->stats;
+  pthread_mutex_unlock(&b->lock);
+}
+
+void vg_binder_stop(struct vg_binder *b) {
+  if (b == NULL) return;
+  pthread_mutex_lock(&b->lock);
+  bool started = b->started;
+  b->stopping = true;
+  pthread_cond_broadcast(&b->cond);
+  pthread_mutex_unlock(&b->lock);
+  if (started) pthread_join(b->thread, NULL);
+  for (size_t i = 0; i < b->nlogged; i++) free(b->logged[i]);
+  pthread_cond_destroy(&b->cond);
+  pthread_mutex_destroy(&b->lock);
+  free(b);
+}

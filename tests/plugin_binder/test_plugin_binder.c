@@ -1,0 +1,547 @@
+/* test_plugin_binder.c -- the binder (docs/allocation.md step 2) against the
+ * fake kubelet's PodResources service (tests/plugin/fake_kubelet.py) and the
+ * fake API server (tests/k8s/fake_apiserver.py): region files pre-created
+ * pending, as Allocate leaves them, get exactly their own pod's limits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "binder.h"
+#include "config.h"
+#include "k8s.h"
+#include "region.h"
+
+#define TOKEN "test-token"
+#define MIB (1ull << 20)
+
+static char tmpdir[256], state_dir[320], pr_socket[320], kubelet_dir[320];
+static pid_t api_pid, kubelet_pid;
+static int api_port;
+static FILE *kin, *kout;
+static struct vg_k8s_client *k8s;
+static struct vg_plugin_config cfg;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ---- the fakes ---- */
+
+static int start_apiserver(void) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  api_pid = fork();
+  if (api_pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/usr/bin/python3", "python3", VG_FAKE_APISERVER, "--token", TOKEN, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  char line[64] = "";
+  size_t n = 0;
+  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
+  line[n] = '\0';
+  close(fds[0]);
+  if (sscanf(line, "PORT %d", &api_port) != 1) {
+    fprintf(stderr, "fake apiserver did not start: '%s'\n", line);
+    return -1;
+  }
+  return 0;
+}
+
+static int start_kubelet(void) {
+  int to[2], from[2];
+  if (pipe(to) != 0 || pipe(from) != 0) return -1;
+  kubelet_pid = fork();
+  if (kubelet_pid == 0) {
+    dup2(to[0], 0);
+    dup2(from[1], 1);
+    close(to[1]);
+    close(from[0]);
+    execl("/usr/bin/python3", "python3", VG_FAKE_KUBELET, "--dir", kubelet_dir, "--proto-dir",
+          VG_PROTO_SRC_DIR, "--defer", "--podresources", pr_socket, (char *)NULL);
+    _exit(127);
+  }
+  close(to[0]);
+  close(from[1]);
+  kin = fdopen(to[1], "w");
+  kout = fdopen(from[0], "r");
+  char line[512];
+  if (fgets(line, sizeof(line), kout) == NULL || strstr(line, "\"ready\": true") == NULL) {
+    fprintf(stderr, "fake kubelet did not start\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* One command to the fake kubelet; fails the test unless it says ok. */
+static void kubelet(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void kubelet(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(kin, fmt, ap);
+  va_end(ap);
+  fputc('\n', kin);
+  fflush(kin);
+  char line[4096];
+  if (fgets(line, sizeof(line), kout) == NULL) fail_msg("the fake kubelet went away");
+  if (strstr(line, "\"ok\": true") == NULL) fail_msg("fake kubelet: %s", line);
+}
+
+static struct vg_k8s_client *client_for(int port) {
+  char server[64];
+  snprintf(server, sizeof(server), "http://127.0.0.1:%d", port);
+  struct vg_k8s_config kc = {.server = server, .token = (char *)TOKEN};
+  struct vg_err err;
+  struct vg_k8s_client *c = vg_k8s_client_new(&kc, &err);
+  if (c == NULL) fail_msg("client: %s", err.msg);
+  vg_k8s_client_set_timeouts(c, 5000, 1000);
+  return c;
+}
+
+static void admin(const char *method, const char *path, const char *body) {
+  struct vg_k8s_response r;
+  struct vg_err err;
+  if (vg_k8s_request(k8s, method, path, "application/json", body, &r, &err) != 0)
+    fail_msg("%s %s: %s", method, path, err.msg);
+  if (r.status >= 300) fail_msg("%s %s: HTTP %ld %s", method, path, r.status, r.body);
+  vg_k8s_response_free(&r);
+}
+
+/* A pod whose container `c` has these resources.limits (a JSON object). */
+static void add_pod(const char *name, const char *limits) {
+  char *body = NULL;
+  if (asprintf(&body,
+               "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+               "\"spec\":{\"nodeName\":\"node1\",\"containers\":["
+               "{\"name\":\"side\",\"resources\":{}},"
+               "{\"name\":\"c\",\"resources\":{\"limits\":%s,\"requests\":%s}}]}}",
+               name, limits, limits) < 0)
+    fail_msg("out of memory");
+  admin("POST", "/_test/pods", body);
+  free(body);
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/vg-binder-test.XXXXXX");
+  if (mkdtemp(tmpdir) == NULL) return -1;
+  snprintf(state_dir, sizeof(state_dir), "%s/state", tmpdir);
+  snprintf(kubelet_dir, sizeof(kubelet_dir), "%s/kubelet", tmpdir);
+  snprintf(pr_socket, sizeof(pr_socket), "%s/pod-resources.sock", tmpdir);
+  mkdir(state_dir, 0755);
+  mkdir(kubelet_dir, 0755);
+  if (start_apiserver() != 0 || start_kubelet() != 0) return -1;
+  k8s = client_for(api_port);
+  static const char yaml[] = "version: v1\ndialects:\n  vgpu: {}\n  cce: {}\n";
+  struct vg_err err;
+  if (vg_plugin_config_parse_string(yaml, strlen(yaml), "binder.yaml", &cfg, &err) != 0) {
+    fprintf(stderr, "config: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  vg_k8s_client_free(k8s);
+  vg_plugin_config_free(&cfg);
+  fprintf(kin, "quit\n");
+  fclose(kin);
+  fclose(kout);
+  waitpid(kubelet_pid, NULL, 0);
+  kill(api_pid, SIGTERM);
+  waitpid(api_pid, NULL, 0);
+  char cmd[300];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- regions as Allocate leaves them ---- */
+
+static void region_path(const char *const *ids, size_t n, char *path, size_t len) {
+  char hash[17];
+  vg_binder_slot_hash(ids, n, hash);
+  snprintf(path, len, "%s/slots/%s/region.cache", state_dir, hash);
+}
+
+static void make_pending(const char *const *ids, size_t n) {
+  char path[600], dir[600];
+  region_path(ids, n, path, sizeof(path));
+  snprintf(dir, sizeof(dir), "%s/slots", state_dir);
+  mkdir(dir, 0755);
+  snprintf(dir, sizeof(dir), "%s", path);
+  *strrchr(dir, '/') = '\0';
+  assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_region_open(&shm, path, &err) != 0) fail_msg("%s", err.msg);
+  vg_region_set_pending(&shm, true);
+  vg_shm_close(&shm);
+}
+
+struct seen {
+  bool pending;
+  unsigned ndev;
+  char uuid[VG_MAX_DEVICES][VG_UUID_LEN];
+  uint64_t mem[VG_MAX_DEVICES];
+  unsigned sm[VG_MAX_DEVICES];
+};
+
+static void read_region(const char *const *ids, size_t n, struct seen *s) {
+  char path[600];
+  region_path(ids, n, path, sizeof(path));
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_region_open(&shm, path, &err) != 0) fail_msg("%s", err.msg);
+  const struct vg_region *r = vg_region_of(&shm);
+  memset(s, 0, sizeof(*s));
+  s->pending = vg_region_pending(r);
+  s->ndev = r->device_count;
+  for (unsigned i = 0; i < s->ndev && i < VG_MAX_DEVICES; i++) {
+    snprintf(s->uuid[i], VG_UUID_LEN, "%s", r->dev[i].uuid);
+    s->mem[i] = r->dev[i].mem_limit;
+    s->sm[i] = r->dev[i].sm_limit;
+  }
+  vg_shm_close(&shm);
+}
+
+static void assign(const char *pod, const char *resource, const char *const *ids, size_t n) {
+  char list[4096] = "";
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++)
+    off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? "," : "", ids[i]);
+  kubelet("assign default %s c %s %s", pod, resource, list);
+}
+
+static struct vg_binder *new_binder(struct vg_k8s_client *c, const char *socket) {
+  struct vg_err err;
+  struct vg_binder *b = vg_binder_new(&cfg, c, socket, state_dir, &err);
+  if (b == NULL) fail_msg("binder: %s", err.msg);
+  return b;
+}
+
+/* ---- tests ---- */
+
+/* The slot name is plugin.c's: FNV-1a 64 over the sorted IDs, '\n' after each. */
+static void test_slot_hash(void **state) {
+  (void)state;
+  const char *ids[] = {"b", "a"};
+  uint64_t h = 1469598103934665603ull;
+  const char *sorted = "a\nb\n";
+  for (const char *p = sorted; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  char want[17], got[17];
+  snprintf(want, sizeof(want), "%016llx", (unsigned long long)h);
+  vg_binder_slot_hash(ids, 2, got);
+  assert_string_equal(got, want);
+}
+
+static void test_vgpu_limits(void **state) {
+  (void)state;
+  const char *ids[] = {"GPU-bbbb::3", "GPU-aaaa::1"};
+  add_pod("vgpu1",
+          "{\"nvidia.com/vgpu\":\"2\",\"nvidia.com/gpumem\":\"3000\","
+          "\"nvidia.com/gpucores\":\"30\"}");
+  make_pending(ids, 2);
+  assign("vgpu1", "nvidia.com/vgpu", ids, 2);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 1);
+  struct seen s;
+  read_region(ids, 2, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.ndev, 2);
+  for (unsigned i = 0; i < 2; i++) {
+    assert_true(strcmp(s.uuid[i], "GPU-aaaa") == 0 || strcmp(s.uuid[i], "GPU-bbbb") == 0);
+    assert_int_equal(s.mem[i], 3000 * MIB);
+    assert_int_equal(s.sm[i], 30);
+  }
+  /* Bound once: a second pass leaves it alone. */
+  assert_int_equal(vg_binder_run_once(b, &err), 0);
+  vg_binder_stop(b);
+}
+
+static void test_vgpu_percentage_and_defaults(void **state) {
+  (void)state;
+  const char *pct[] = {"GPU-cccc::0"}, *none[] = {"GPU-cccc::1"};
+  add_pod("pct", "{\"nvidia.com/vgpu\":1,\"nvidia.com/gpumem-percentage\":\"25\"}");
+  add_pod("whole", "{\"nvidia.com/vgpu\":\"1\"}");
+  make_pending(pct, 1);
+  make_pending(none, 1);
+  assign("pct", "nvidia.com/vgpu", pct, 1);
+  assign("whole", "nvidia.com/vgpu", none, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_gpu gpu = {.uuid = "GPU-cccc", .memory = 16ull << 30};
+  vg_binder_set_gpus(b, &gpu, 1);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 2);
+  struct seen s;
+  read_region(pct, 1, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.mem[0], 4ull << 30);
+  assert_int_equal(s.sm[0], 0);
+  read_region(none, 1, &s);
+  assert_false(s.pending);
+  assert_string_equal(s.uuid[0], "GPU-cccc");
+  assert_int_equal(s.mem[0], 0); /* HAMi: the whole GPU */
+  vg_binder_stop(b);
+}
+
+static void test_cce_limits(void **state) {
+  (void)state;
+  const char *ids[40];
+  char buf[40][32];
+  for (int i = 0; i < 40; i++) {
+    snprintf(buf[i], sizeof(buf[i]), "GPU-dddd::%d", i);
+    ids[i] = buf[i];
+  }
+  add_pod("cce1",
+          "{\"volcano.sh/gpu-mem.128Mi\":\"40\",\"volcano.sh/gpu-core.percentage\":\"25\"}");
+  make_pending(ids, 40);
+  assign("cce1", "volcano.sh/gpu-mem.128Mi", ids, 40);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 1);
+  struct seen s;
+  read_region(ids, 40, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.ndev, 1);
+  assert_int_equal(s.mem[0], 5120 * MIB);
+  assert_int_equal(s.sm[0], 25);
+  vg_binder_stop(b);
+}
+
+/* A pod the API does not know, and one without our resources: both stay
+ * pending (libvgpu fails closed), and nothing else is touched. */
+static void test_unbindable_stays_pending(void **state) {
+  (void)state;
+  const char *ghost[] = {"GPU-eeee::0"}, *plain[] = {"GPU-eeee::1"}, *other[] = {"GPU-eeee::2"};
+  add_pod("plain", "{\"cpu\":\"1\"}");
+  make_pending(ghost, 1);
+  make_pending(plain, 1);
+  make_pending(other, 1);
+  assign("ghost", "nvidia.com/vgpu", ghost, 1);
+  assign("plain", "nvidia.com/vgpu", plain, 1);
+  /* A resource that is not ours: ignored even though its region is pending. */
+  assign("plain", "example.com/other", other, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 0);
+  assert_int_equal(vg_binder_run_once(b, &err), 0);
+  struct vg_binder_stats st;
+  vg_binder_get_stats(b, &st);
+  assert_int_equal(st.unbindable, 2);
+  assert_int_equal(st.api_errors, 0);
+  struct seen s;
+  read_region(ghost, 1, &s);
+  assert_true(s.pending);
+  assert_int_equal(s.ndev, 0);
+  read_region(plain, 1, &s);
+  assert_true(s.pending);
+  read_region(other, 1, &s);
+  assert_true(s.pending);
+  vg_binder_stop(b);
+  kubelet("unassign default ghost");
+  kubelet("unassign default plain");
+}
+
+/* No kubelet socket: a clear error naming it. */
+static void test_kubelet_down(void **state) {
+  (void)state;
+  char missing[400];
+  snprintf(missing, sizeof(missing), "%s/no-such.sock", tmpdir);
+  struct vg_binder *b = new_binder(k8s, missing);
+  struct vg_err err = {""};
+  assert_int_equal(vg_binder_run_once(b, &err), -1);
+  assert_non_null(strstr(err.msg, "no-such.sock"));
+  assert_non_null(strstr(err.msg, "PodResources"));
+  struct vg_binder_stats st;
+  vg_binder_get_stats(b, &st);
+  assert_int_equal(st.list_errors, 1);
+  assert_non_null(strstr(st.last_error, "retrying"));
+  vg_binder_stop(b);
+}
+
+/* API server down: a clear error, the region stays pending; then an API
+ * server that fails a few requests: the binder's thread retries and binds. */
+static void test_apiserver_down_then_retries(void **state) {
+  (void)state;
+  const char *ids[] = {"GPU-ffff::0"};
+  add_pod("retry", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\"}");
+  make_pending(ids, 1);
+  assign("retry", "nvidia.com/vgpu", ids, 1);
+
+  /* A port nothing listens on (the fake's port is taken by the fake). */
+  struct vg_k8s_client *dead = client_for(1);
+  struct vg_binder *b = new_binder(dead, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 0);
+  struct vg_binder_stats st;
+  vg_binder_get_stats(b, &st);
+  assert_int_equal(st.api_errors, 1);
+  assert_non_null(strstr(st.last_error, "default/retry"));
+  assert_non_null(strstr(st.last_error, "unreachable"));
+  struct seen s;
+  read_region(ids, 1, &s);
+  assert_true(s.pending);
+  vg_binder_stop(b);
+  vg_k8s_client_free(dead);
+
+  admin("POST", "/_test/fail?n=3", NULL);
+  b = new_binder(k8s, pr_socket);
+  double t0 = now_s();
+  assert_int_equal(vg_binder_start(b, &err), 0);
+  vg_binder_wake(b);
+  do {
+    usleep(20000);
+    read_region(ids, 1, &s);
+  } while (s.pending && now_s() - t0 < 15);
+  assert_false(s.pending);
+  assert_int_equal(s.mem[0], 1024 * MIB);
+  vg_binder_get_stats(b, &st);
+  assert_true(st.api_errors >= 3);
+  print_message("bound after %llu API errors in %.2f s\n", (unsigned long long)st.api_errors,
+                now_s() - t0);
+  vg_binder_stop(b);
+}
+
+/* 50 pods land at once: their regions were all pre-created pending (Allocate
+ * in any order), their assignments show up in the kubelet in random order,
+ * several at a time, with a wake after each batch. Every container's region
+ * ends up with exactly its own pod's limits. */
+#define NPODS 50
+struct podspec {
+  char name[32];
+  bool cce;
+  char idbuf[8][40];
+  const char *ids[8];
+  size_t n;
+  uint64_t mem; /* expected bytes per GPU */
+  unsigned sm;
+};
+
+static void test_concurrent_50_pods(void **state) {
+  (void)state;
+  static struct podspec p[NPODS];
+  srand(4242);
+  for (int i = 0; i < NPODS; i++) {
+    struct podspec *q = &p[i];
+    memset(q, 0, sizeof(*q));
+    snprintf(q->name, sizeof(q->name), "burst-%02d", i);
+    q->cce = i % 3 == 2;
+    char limits[512];
+    if (q->cce) {
+      q->n = 1 + (size_t)(i % 7);
+      for (size_t k = 0; k < q->n; k++)
+        snprintf(q->idbuf[k], sizeof(q->idbuf[k]), "GPU-%04d::%d", i % 4, 100 + i * 8 + (int)k);
+      q->mem = q->n * 128 * MIB;
+      q->sm = (unsigned)(5 * (i % 20));
+      snprintf(limits, sizeof(limits),
+               "{\"volcano.sh/gpu-mem.128Mi\":\"%zu\",\"volcano.sh/gpu-core.percentage\":\"%u\"}",
+               q->n, q->sm);
+    } else {
+      q->n = i % 4 == 0 ? 2 : 1; /* some pods take two GPUs */
+      for (size_t k = 0; k < q->n; k++)
+        snprintf(q->idbuf[k], sizeof(q->idbuf[k]), "GPU-%04d::%d", (i + (int)k) % 4, i);
+      q->mem = (1000 + (uint64_t)i * 10) * MIB;
+      q->sm = (unsigned)(1 + i);
+      snprintf(limits, sizeof(limits),
+               "{\"nvidia.com/vgpu\":\"%zu\",\"nvidia.com/gpumem\":\"%llu\","
+               "\"nvidia.com/gpucores\":\"%u\"}",
+               q->n, (unsigned long long)(1000 + i * 10), q->sm);
+    }
+    for (size_t k = 0; k < q->n; k++) q->ids[k] = q->idbuf[k];
+    add_pod(q->name, limits);
+  }
+  int order[NPODS];
+  for (int i = 0; i < NPODS; i++) order[i] = i;
+  for (int i = NPODS - 1; i > 0; i--) {
+    int j = rand() % (i + 1), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  /* Allocate in one random order ... */
+  for (int i = 0; i < NPODS; i++) make_pending(p[order[i]].ids, p[order[i]].n);
+  for (int i = NPODS - 1; i > 0; i--) {
+    int j = rand() % (i + 1), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_start(b, &err), 0);
+  double t0 = now_s();
+  /* ... and the kubelet records them in another, several at once. */
+  for (int i = 0; i < NPODS;) {
+    int batch = 1 + rand() % 5;
+    for (int k = 0; k < batch && i < NPODS; k++, i++) {
+      struct podspec *q = &p[order[i]];
+      assign(q->name, q->cce ? "volcano.sh/gpu-mem.128Mi" : "nvidia.com/vgpu", q->ids, q->n);
+    }
+    vg_binder_wake(b);
+    usleep((useconds_t)(rand() % 20000));
+  }
+  int left;
+  struct seen s;
+  do {
+    left = 0;
+    for (int i = 0; i < NPODS; i++) {
+      read_region(p[i].ids, p[i].n, &s);
+      left += s.pending;
+    }
+    if (left > 0) usleep(20000);
+  } while (left > 0 && now_s() - t0 < 20);
+  double took = now_s() - t0;
+  assert_int_equal(left, 0);
+  for (int i = 0; i < NPODS; i++) {
+    struct podspec *q = &p[i];
+    read_region(q->ids, q->n, &s);
+    size_t gpus = q->cce ? 1 : q->n;
+    if (s.ndev != gpus) fail_msg("%s: %u GPUs in its region, want %zu", q->name, s.ndev, gpus);
+    for (unsigned d = 0; d < s.ndev; d++) {
+      if (s.mem[d] != q->mem || s.sm[d] != q->sm)
+        fail_msg("%s: %s has %llu bytes / %u %%, want %llu / %u", q->name, s.uuid[d],
+                 (unsigned long long)s.mem[d], s.sm[d], (unsigned long long)q->mem, q->sm);
+      bool named = false;
+      for (size_t k = 0; k < q->n; k++)
+        named |= strncmp(q->ids[k], s.uuid[d], strlen(s.uuid[d])) == 0;
+      assert_true(named);
+    }
+  }
+  struct vg_binder_stats st;
+  vg_binder_get_stats(b, &st);
+  assert_int_equal(st.bound, NPODS);
+  print_message("%d pods bound in %.3f s over %llu passes\n", NPODS, took,
+                (unsigned long long)st.passes);
+  vg_binder_stop(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slot_hash),
+      cmocka_unit_test(test_vgpu_limits),
+      cmocka_unit_test(test_vgpu_percentage_and_defaults),
+      cmocka_unit_test(test_cce_limits),
+      cmocka_unit_test(test_unbindable_stays_pending),
+      cmocka_unit_test(test_kubelet_down),
+      cmocka_unit_test(test_apiserver_down_then_retries),
+      cmocka_unit_test(test_concurrent_50_pods),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
