@@ -23,6 +23,8 @@ int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err
   __typeof__(nvmlDeviceGetName) *get_name = (__typeof__(get_name))dlsym(lib, "nvmlDeviceGetName");
   __typeof__(nvmlDeviceGetMemoryInfo) *get_mem =
       (__typeof__(get_mem))dlsym(lib, "nvmlDeviceGetMemoryInfo");
+  __typeof__(nvmlDeviceGetMinorNumber) *get_minor =
+      (__typeof__(get_minor))dlsym(lib, "nvmlDeviceGetMinorNumber");
   if (!init || !get_count || !handle || !get_uuid || !get_name || !get_mem) {
     snprintf(err, err_len, "libnvidia-ml.so.1 lacks a needed NVML function");
     dlclose(lib);
@@ -41,6 +43,7 @@ int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err
     memset(g, 0, sizeof(*g));
     g->index = i;
     g->numa_node = -1;
+    g->minor = -1;
     nvmlDevice_t dev;
     if (handle(i, &dev) != NVML_SUCCESS ||
         get_uuid(dev, g->uuid, sizeof(g->uuid)) != NVML_SUCCESS) {
@@ -52,6 +55,8 @@ int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err
       snprintf(g->name, sizeof(g->name), "?");
     nvmlMemory_t mem = {0};
     if (get_mem(dev, &mem) == NVML_SUCCESS) g->memory = mem.total;
+    unsigned minor = 0;
+    if (get_minor != NULL && get_minor(dev, &minor) == NVML_SUCCESS) g->minor = (int)minor;
     g->healthy = true;
     (*count)++;
   }

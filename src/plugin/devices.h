@@ -17,6 +17,7 @@ struct vg_gpu {
   char name[96];
   uint64_t memory; /* bytes */
   int numa_node;   /* -1 when unknown */
+  int minor;       /* /dev/nvidia<minor>; -1 when NVML does not say */
   bool healthy;
 };
 
