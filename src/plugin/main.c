@@ -1,7 +1,8 @@
 /*
- * main.c -- vgpu-device-plugin: discovers the node's GPUs through NVML,
- * advertises <slots> device IDs per GPU (<GPU-UUID>::<slot>) for one resource,
- * and stays registered with the kubelet (docs/allocation.md).
+ * main.c -- vgpu-device-plugin: reads the dialect configuration (--config),
+ * discovers the node's GPUs through NVML, serves one DevicePlugin socket per
+ * advertised resource (device IDs <GPU-UUID>::<n>) and stays registered with
+ * the kubelet (docs/device-plugin.md, docs/allocation.md).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -17,26 +18,28 @@
 #include "registration.h"
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
-#define DEFAULT_STATE_DIR "/var/lib/vgpu"
+/* Without --config: the vgpu dialect with its defaults. */
+static const char default_config[] = "dialects:\n  vgpu: {}\n";
 
 static void usage(FILE *f) {
   fprintf(
       f,
-      "usage: vgpu-device-plugin --config FILE [--node-name NAME] [--kubeconfig FILE]\n"
+      "usage: vgpu-device-plugin [--config FILE] [--node-name NAME] [--kubeconfig FILE]\n"
       "                          [--plugin-dir DIR] [--kubelet-socket PATH]\n"
-      "                          [--metrics ADDR:PORT] [--slots N] [--state-dir DIR]\n"
-      "                          [--library PATH] [--resource NAME]\n"
-      "  --plugin-dir      where our socket is served (default " DEFAULT_PLUGIN_DIR
+      "                          [--metrics ADDR:PORT] [--state-dir DIR] [--library PATH]\n"
+      "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
+      "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
+      "                    dialect with its defaults\n"
+      "  --plugin-dir      where our sockets are served (default " DEFAULT_PLUGIN_DIR
       ")\n"
       "  --kubelet-socket  the kubelet's Registration socket (default <plugin-dir>/kubelet.sock;\n"
       "                    empty: serve without registering)\n"
-      "  --slots N         device IDs advertised per GPU (default 4)\n"
-      "  --state-dir DIR   host directory for per-container slot directories "
-      "(default " DEFAULT_STATE_DIR
-      ")\n"
-      "  --library PATH    host path of libvgpu.so (default " VG_DEFAULT_LIBRARY
-      ")\n"
-      "  --resource NAME   extended resource name (default nvidia.com/gpu)\n");
+      "  --state-dir DIR   overrides the config's stateDir (per-container slot directories)\n"
+      "  --library PATH    overrides the config's library (host path of libvgpu.so)\n"
+      "  --resource NAME   overrides the vgpu dialect's resourceName\n"
+      "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
+      "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
+      "  --debug           log debug lines\n");
 }
 
 int main(int argc, char **argv) {
@@ -50,14 +53,15 @@ int main(int argc, char **argv) {
                                            {"state-dir", required_argument, NULL, 'd'},
                                            {"library", required_argument, NULL, 'l'},
                                            {"resource", required_argument, NULL, 'r'},
+                                           {"dev-root", required_argument, NULL, 'D'},
+                                           {"debug", no_argument, NULL, 'g'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
   const char *metrics = NULL, *kubeconfig = NULL;
-  struct vg_plugin_opts opts = {.resource = "nvidia.com/gpu",
-                                .slots = 4,
-                                .state_dir = DEFAULT_STATE_DIR,
-                                .library = VG_DEFAULT_LIBRARY};
+  const char *resource = NULL;
+  long slots = 0;
+  struct vg_plugin_opts opts = {0};
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
@@ -85,7 +89,13 @@ int main(int argc, char **argv) {
         opts.library = optarg;
         break;
       case 'r':
-        opts.resource = optarg;
+        resource = optarg;
+        break;
+      case 'D':
+        opts.dev_root = optarg;
+        break;
+      case 'g':
+        opts.debug = true;
         break;
       case 'S': {
         char *end;
@@ -95,7 +105,7 @@ int main(int argc, char **argv) {
                   optarg);
           return 2;
         }
-        opts.slots = (unsigned)v;
+        slots = v;
         break;
       }
       case 'h':
@@ -111,9 +121,28 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (config != NULL)
-    vg_plog("--config %s: dialect configuration is not wired yet; advertising %s", config,
-            opts.resource);
+  static struct vg_plugin_config cfg;
+  struct vg_err cerr;
+  int crc = config != NULL ? vg_plugin_config_load(config, &cfg, &cerr)
+                           : vg_plugin_config_parse_string(default_config, strlen(default_config),
+                                                           "<default configuration>", &cfg, &cerr);
+  if (crc != 0) {
+    fprintf(stderr, "vgpu-device-plugin: %s\n", cerr.msg);
+    return 2;
+  }
+  if (resource != NULL || slots > 0) {
+    if (!cfg.vgpu.enabled) {
+      fprintf(stderr,
+              "vgpu-device-plugin: --resource and --slots change the vgpu dialect, which %s does "
+              "not enable\n",
+              config);
+      return 2;
+    }
+    if (resource != NULL)
+      snprintf(cfg.vgpu.resource_count, sizeof(cfg.vgpu.resource_count), "%s", resource);
+    if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
+  }
+  opts.cfg = &cfg;
   if (kubeconfig != NULL)
     vg_plog("--kubeconfig %s: the Kubernetes client is not wired yet", kubeconfig);
   if (metrics != NULL) vg_plog("--metrics %s: metrics are not served yet", metrics);
@@ -148,17 +177,15 @@ int main(int argc, char **argv) {
     vg_plog("GPU %u: %s %s, %llu MiB", gpus[i].index, gpus[i].uuid, gpus[i].name,
             (unsigned long long)(gpus[i].memory >> 20));
 
-  char endpoint[256];
-  snprintf(endpoint, sizeof(endpoint), "vgpu-%s.sock", opts.resource);
-  for (char *q = endpoint; *q != '\0'; q++)
-    if (*q == '/') *q = '_';
-
   static struct vg_plugin plugin;
   vg_plugin_init(&plugin, &opts, gpus, ngpus);
-  struct vg_reg_opts ro = {
-      .plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket, .endpoint = endpoint};
+  for (size_t i = 0; i < plugin.nres; i++)
+    vg_plog("resource %s (%s dialect): socket %s", plugin.res[i].name,
+            vg_dialect_name(plugin.res[i].dialect), plugin.res[i].endpoint);
+  struct vg_reg_opts ro = {.plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
   vg_plugin_destroy(&plugin);
+  vg_plugin_config_free(&cfg);
   close(sigfd);
   return rc;
 }

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
+#include "region.h"
 
 void vg_plog(const char *fmt, ...) {
   char line[1024];
@@ -25,25 +27,71 @@ void vg_plog(const char *fmt, ...) {
   fprintf(stderr, "%s\n", line);
 }
 
+static void pdebug(const struct vg_plugin *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void pdebug(const struct vg_plugin *p, const char *fmt, ...) {
+  if (!p->debug) return;
+  char line[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  vg_plog("debug: %s", line);
+}
+
+static void add_resource(struct vg_plugin *p, enum vg_dialect d, const char *name) {
+  for (size_t i = 0; i < p->nres; i++)
+    if (strcmp(p->res[i].name, name) == 0) return;
+  if (p->nres >= VG_PLUGIN_MAX_RESOURCES) return;
+  struct vg_resource *r = &p->res[p->nres++];
+  r->plugin = p;
+  r->dialect = d;
+  snprintf(r->name, sizeof(r->name), "%s", name);
+  snprintf(r->endpoint, sizeof(r->endpoint), "vgpu-%s.sock", name);
+  for (char *q = r->endpoint; *q != '\0'; q++)
+    if (*q == '/') *q = '_';
+  pthread_mutex_init(&r->server_lock, NULL);
+}
+
 void vg_plugin_init(struct vg_plugin *p, const struct vg_plugin_opts *opts,
                     const struct vg_gpu *gpus, unsigned ngpus) {
   memset(p, 0, sizeof(*p));
-  p->opts = *opts;
+  p->cfg = *opts->cfg;
+  snprintf(p->state_dir, sizeof(p->state_dir), "%s",
+           opts->state_dir != NULL ? opts->state_dir : p->cfg.state_dir);
+  snprintf(p->library, sizeof(p->library), "%s",
+           opts->library != NULL ? opts->library : p->cfg.library);
+  snprintf(p->dev_root, sizeof(p->dev_root), "%s", opts->dev_root != NULL ? opts->dev_root : "");
+  p->debug = opts->debug;
   pthread_mutex_init(&p->lock, NULL);
-  pthread_mutex_init(&p->server_lock, NULL);
   memcpy(p->gpus, gpus, ngpus * sizeof(*gpus));
   p->ngpus = ngpus;
+  /* The main resource of every enabled dialect, in a fixed order ... */
+  if (p->cfg.vgpu.enabled) add_resource(p, VG_DIALECT_VGPU, p->cfg.vgpu.resource_count);
+  if (p->cfg.gpushare.enabled) add_resource(p, VG_DIALECT_GPUSHARE, p->cfg.gpushare.resource);
+  if (p->cfg.ts.enabled) add_resource(p, VG_DIALECT_TIMESLICING, p->cfg.ts.resource);
+  if (p->cfg.cce.enabled) add_resource(p, VG_DIALECT_CCE, p->cfg.cce.resource_mem);
+  /* ... and what the GPUs add (whole GPUs left out of a timeSlicing list). */
+  for (unsigned g = 0; g < ngpus; g++) {
+    struct vg_advertised adv[VG_ADVERTISED_MAX];
+    int n = vg_dialect_advertise(&p->cfg, gpus[g].memory, gpus[g].index, adv);
+    for (int i = 0; i < n; i++)
+      if (adv[i].ids > 0) add_resource(p, adv[i].dialect, adv[i].name);
+  }
 }
 
 void vg_plugin_destroy(struct vg_plugin *p) {
+  for (size_t i = 0; i < p->nres; i++) pthread_mutex_destroy(&p->res[i].server_lock);
   pthread_mutex_destroy(&p->lock);
-  pthread_mutex_destroy(&p->server_lock);
 }
 
 void vg_plugin_devices_changed(struct vg_plugin *p) {
-  pthread_mutex_lock(&p->server_lock);
-  if (p->server != NULL) vg_rpc_server_notify(p->server);
-  pthread_mutex_unlock(&p->server_lock);
+  for (size_t i = 0; i < p->nres; i++) {
+    struct vg_resource *r = &p->res[i];
+    pthread_mutex_lock(&r->server_lock);
+    if (r->server != NULL) vg_rpc_server_notify(r->server);
+    pthread_mutex_unlock(&r->server_lock);
+  }
 }
 
 void vg_plugin_set_gpus(struct vg_plugin *p, const struct vg_gpu *gpus, unsigned ngpus) {
@@ -54,18 +102,68 @@ void vg_plugin_set_gpus(struct vg_plugin *p, const struct vg_gpu *gpus, unsigned
   vg_plugin_devices_changed(p);
 }
 
-/* Index of the GPU that device ID id names, -1 if none. With p->lock held. */
-static int gpu_of(const struct vg_plugin *p, const char *id) {
+void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg), void *arg) {
+  pthread_mutex_lock(&p->lock);
+  p->observer = fn;
+  p->observer_arg = arg;
+  pthread_mutex_unlock(&p->lock);
+}
+
+static int cmp_str(const void *x, const void *y) {
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+int vg_plugin_slot_path(const char *const *ids, size_t n, char *out, size_t len) {
+  if (n == 0 || ids == NULL) return -1;
+  const char **sorted = malloc(n * sizeof(*sorted));
+  if (sorted == NULL) return -1;
+  memcpy(sorted, ids, n * sizeof(*sorted));
+  qsort(sorted, n, sizeof(*sorted), cmp_str);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    for (const char *s = sorted[i]; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  free(sorted);
+  int w = snprintf(out, len, "slots/%016llx", (unsigned long long)h);
+  return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* Device IDs GPU g contributes to resource r; *base is the first ID's
+ * number. The numbers of all resources of one GPU follow each other (vgpu,
+ * gpushare, timeSlicing, cce), so that no two resources share an ID string,
+ * nor therefore a slot directory. */
+static uint64_t ids_for(const struct vg_plugin *p, const struct vg_resource *r,
+                        const struct vg_gpu *g, uint64_t *base) {
+  struct vg_advertised adv[VG_ADVERTISED_MAX];
+  int n = vg_dialect_advertise(&p->cfg, g->memory, g->index, adv);
+  uint64_t first = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(adv[i].name, r->name) == 0) {
+      if (base != NULL) *base = first;
+      return adv[i].ids;
+    }
+    first += adv[i].ids;
+  }
+  return 0;
+}
+
+/* Index of the GPU that device ID id of resource r names, -1 if none.
+ * With p->lock held. */
+static int gpu_of(const struct vg_resource *r, const char *id) {
+  const struct vg_plugin *p = r->plugin;
   const char *sep = strstr(id, "::");
   if (sep == NULL) return -1;
   char *end;
   errno = 0;
-  unsigned long slot = strtoul(sep + 2, &end, 10);
-  if (sep[2] < '0' || sep[2] > '9' || *end != '\0' || errno != 0 || slot >= p->opts.slots)
-    return -1;
+  unsigned long long n = strtoull(sep + 2, &end, 10);
+  if (sep[2] < '0' || sep[2] > '9' || *end != '\0' || errno != 0) return -1;
   size_t ulen = (size_t)(sep - id);
   for (unsigned i = 0; i < p->ngpus; i++)
-    if (strlen(p->gpus[i].uuid) == ulen && strncmp(p->gpus[i].uuid, id, ulen) == 0) return (int)i;
+    if (strlen(p->gpus[i].uuid) == ulen && strncmp(p->gpus[i].uuid, id, ulen) == 0) {
+      uint64_t base = 0, count = ids_for(p, r, &p->gpus[i], &base);
+      return n >= base && n - base < count ? (int)i : -1;
+    }
   return -1;
 }
 
@@ -83,32 +181,35 @@ static grpc_status_code get_options(void *ctx, const ProtobufCMessage *req, stru
 }
 
 static ProtobufCMessage *list_snapshot(void *ctx, struct vg_arena *a) {
-  struct vg_plugin *p = ctx;
+  struct vg_resource *res = ctx;
+  struct vg_plugin *p = res->plugin;
   V1beta1__ListAndWatchResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__list_and_watch_response__init(r);
   pthread_mutex_lock(&p->lock);
-  size_t n = (size_t)p->ngpus * p->opts.slots;
+  uint64_t per[VG_MAX_GPUS], base[VG_MAX_GPUS], n = 0;
+  for (unsigned g = 0; g < p->ngpus; g++) n += per[g] = ids_for(p, res, &p->gpus[g], &base[g]);
   r->devices = vg_arena_alloc(a, (n > 0 ? n : 1) * sizeof(*r->devices));
   for (unsigned g = 0; g < p->ngpus; g++) {
     const struct vg_gpu *gpu = &p->gpus[g];
-    for (unsigned s = 0; s < p->opts.slots; s++) {
+    V1beta1__TopologyInfo *t = NULL;
+    if (gpu->numa_node >= 0) {
+      t = vg_arena_alloc(a, sizeof(*t));
+      v1beta1__topology_info__init(t);
+      V1beta1__NUMANode *node = vg_arena_alloc(a, sizeof(*node));
+      v1beta1__numanode__init(node);
+      node->id = gpu->numa_node;
+      t->n_nodes = 1;
+      t->nodes = vg_arena_alloc(a, sizeof(*t->nodes));
+      t->nodes[0] = node;
+    }
+    for (uint64_t s = 0; s < per[g]; s++) {
       V1beta1__Device *d = vg_arena_alloc(a, sizeof(*d));
       v1beta1__device__init(d);
       char id[160];
-      snprintf(id, sizeof(id), "%s::%u", gpu->uuid, s);
+      snprintf(id, sizeof(id), "%s::%llu", gpu->uuid, (unsigned long long)(base[g] + s));
       d->id = vg_arena_strdup(a, id);
       d->health = gpu->healthy ? "Healthy" : "Unhealthy";
-      if (gpu->numa_node >= 0) {
-        V1beta1__TopologyInfo *t = vg_arena_alloc(a, sizeof(*t));
-        v1beta1__topology_info__init(t);
-        V1beta1__NUMANode *node = vg_arena_alloc(a, sizeof(*node));
-        v1beta1__numanode__init(node);
-        node->id = gpu->numa_node;
-        t->n_nodes = 1;
-        t->nodes = vg_arena_alloc(a, sizeof(*t->nodes));
-        t->nodes[0] = node;
-        d->topology = t;
-      }
+      d->topology = t;
       r->devices[r->n_devices++] = d;
     }
   }
@@ -122,13 +223,21 @@ static bool contains(char **ids, size_t n, const char *id) {
   return false;
 }
 
-/* Preference: the must-include IDs, then one ID on each GPU not used yet
- * (a container asking for several IDs wants several GPUs), taking the
- * busiest GPU first (fewest available IDs: pack shared GPUs, keep idle ones
- * whole), then any remaining IDs in order. */
+/* A container's IDs of this dialect must all be on one GPU. */
+static bool one_gpu_dialect(const struct vg_resource *r) {
+  return r->dialect == VG_DIALECT_GPUSHARE || r->dialect == VG_DIALECT_CCE;
+}
+
+/* Preference: the must-include IDs, then
+ *  - memory dialects (gpushare, cce): IDs of one GPU, the one with the fewest
+ *    available IDs that still has enough (best fit: keep big holes whole);
+ *  - count dialects (vgpu, timeSlicing): one ID on each GPU not used yet (a
+ *    container asking for several wants several GPUs), busiest GPU first;
+ * then any remaining IDs in order. */
 static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct vg_arena *a,
                                   ProtobufCMessage **resp, char *detail, size_t len) {
-  struct vg_plugin *p = ctx;
+  struct vg_resource *res = ctx;
+  struct vg_plugin *p = res->plugin;
   const V1beta1__PreferredAllocationRequest *rq = (const void *)req;
   V1beta1__PreferredAllocationResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__preferred_allocation_response__init(r);
@@ -148,27 +257,50 @@ static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct
     v1beta1__container_preferred_allocation_response__init(out);
     out->deviceids = vg_arena_alloc(a, (want + 1) * sizeof(char *));
     bool used[VG_MAX_GPUS] = {false};
-    unsigned avail[VG_MAX_GPUS] = {0};
+    size_t avail[VG_MAX_GPUS] = {0};
+    int *gpu = vg_arena_alloc(a, (cr->n_available_deviceids + 1) * sizeof(int));
     for (size_t i = 0; i < cr->n_available_deviceids; i++) {
-      int g = gpu_of(p, cr->available_deviceids[i]);
-      if (g >= 0) avail[g]++;
+      gpu[i] = gpu_of(res, cr->available_deviceids[i]);
+      if (gpu[i] >= 0) avail[gpu[i]]++;
     }
+    int first = -1;
     for (size_t i = 0; i < cr->n_must_include_deviceids && out->n_deviceids < want; i++) {
       out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, cr->must_include_deviceids[i]);
-      int g = gpu_of(p, cr->must_include_deviceids[i]);
+      int g = gpu_of(res, cr->must_include_deviceids[i]);
       if (g >= 0) used[g] = true;
+      if (first < 0) first = g;
     }
-    while (out->n_deviceids < want) {
-      int best = -1;
-      for (unsigned g = 0; g < p->ngpus; g++)
-        if (!used[g] && avail[g] > 0 && (best < 0 || avail[g] < avail[best])) best = (int)g;
-      if (best < 0) break;
-      used[best] = true;
-      for (size_t i = 0; i < cr->n_available_deviceids; i++) {
+    size_t must = out->n_deviceids;
+    if (one_gpu_dialect(res)) {
+      int best = first;
+      if (best < 0) {
+        for (unsigned g = 0; g < p->ngpus; g++) {
+          if (avail[g] == 0) continue;
+          bool fits = avail[g] >= want, best_fits = best >= 0 && avail[best] >= want;
+          if (best < 0 || (fits && !best_fits) ||
+              (fits == best_fits && (fits ? avail[g] < avail[best] : avail[g] > avail[best])))
+            best = (int)g;
+        }
+      }
+      for (size_t i = 0; best >= 0 && i < cr->n_available_deviceids && out->n_deviceids < want;
+           i++) {
         const char *id = cr->available_deviceids[i];
-        if (gpu_of(p, id) == best && !contains(out->deviceids, out->n_deviceids, id)) {
+        if (gpu[i] == best && !contains(out->deviceids, must, id))
           out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
-          break;
+      }
+    } else {
+      while (out->n_deviceids < want) {
+        int best = -1;
+        for (unsigned g = 0; g < p->ngpus; g++)
+          if (!used[g] && avail[g] > 0 && (best < 0 || avail[g] < avail[best])) best = (int)g;
+        if (best < 0) break;
+        used[best] = true;
+        for (size_t i = 0; i < cr->n_available_deviceids; i++) {
+          const char *id = cr->available_deviceids[i];
+          if (gpu[i] == best && !contains(out->deviceids, out->n_deviceids, id)) {
+            out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
+            break;
+          }
         }
       }
     }
@@ -184,12 +316,8 @@ static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct
   return GRPC_STATUS_OK;
 }
 
-static int cmp_str(const void *x, const void *y) {
-  return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 static int mkdir_p(const char *path, char *err, size_t len) {
-  char buf[4096];
+  char buf[VG_CONFIG_PATH_MAX + 100];
   snprintf(buf, sizeof(buf), "%s", path);
   for (char *s = buf + 1; *s != '\0'; s++) {
     if (*s != '/') continue;
@@ -202,6 +330,31 @@ static int mkdir_p(const char *path, char *err, size_t len) {
   }
   if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
     snprintf(err, len, "cannot create %s: %s", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* <stateDir>/ld.so.preload naming libvgpu.so inside the container; written
+ * (atomically) when missing or different. */
+static int ensure_preload(const struct vg_plugin *p, char *path, size_t path_len, char *err,
+                          size_t len) {
+  static const char want[] = VG_CONTAINER_DIR "/libvgpu.so\n";
+  snprintf(path, path_len, "%s/ld.so.preload", p->state_dir);
+  char have[sizeof(want) + 1] = "";
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    size_t n = fread(have, 1, sizeof(have) - 1, f);
+    have[n] = '\0';
+    fclose(f);
+    if (strcmp(have, want) == 0) return 0;
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+  f = fopen(tmp, "w");
+  if (f == NULL || fputs(want, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
+    if (f != NULL) unlink(tmp);
     return -1;
   }
   return 0;
@@ -226,65 +379,192 @@ static void add_mount(struct vg_arena *a, V1beta1__ContainerAllocateResponse *r,
   r->mounts[r->n_mounts++] = m;
 }
 
-/* One container: env and mounts from the device IDs alone (docs/allocation.md). */
-static grpc_status_code allocate_one(struct vg_plugin *p,
+/* A device node, if the host has it (the simulated GPU has none). */
+static void add_device(const struct vg_plugin *p, struct vg_arena *a,
+                       V1beta1__ContainerAllocateResponse *r, const char *node) {
+  char host[VG_CONFIG_PATH_MAX + 64];
+  snprintf(host, sizeof(host), "%s%s", p->dev_root, node);
+  struct stat st;
+  if (stat(host, &st) != 0) {
+    pdebug(p, "device node %s: %s; not passed to the container", host, strerror(errno));
+    return;
+  }
+  V1beta1__DeviceSpec *d = vg_arena_alloc(a, sizeof(*d));
+  v1beta1__device_spec__init(d);
+  d->host_path = vg_arena_strdup(a, host);
+  d->container_path = vg_arena_strdup(a, node);
+  d->permissions = "rw";
+  r->devices[r->n_devices++] = d;
+}
+
+/* Pre-creates the container's region file: every GPU registered, the limits
+ * the IDs decide written, the pending mark as the dialect says. */
+static int prepare_region(const struct vg_plugin *p, const char *path, const unsigned *gpus,
+                          unsigned n, const struct vg_container_limits *lim, bool pending,
+                          char *err, size_t len) {
+  struct vg_shm shm;
+  struct vg_err e;
+  if (vg_region_open(&shm, path, &e) != 0) {
+    snprintf(err, len, "region file %s: %s", path, e.msg);
+    return -1;
+  }
+  int idx[VG_MAX_GPUS];
+  int rc = 0;
+  if (vg_region_lock(&shm) != 0) {
+    snprintf(err, len, "the lock of region file %s is unusable", path);
+    vg_shm_close(&shm);
+    return -1;
+  }
+  vg_region_reap_locked(&shm);
+  for (unsigned i = 0; i < n && rc == 0; i++) {
+    idx[i] = vg_region_device_locked(&shm, p->gpus[gpus[i]].uuid, p->gpus[gpus[i]].memory);
+    if (idx[i] < 0) {
+      snprintf(err, len, "region file %s: no room for GPU %s", path, p->gpus[gpus[i]].uuid);
+      rc = -1;
+    }
+  }
+  vg_region_unlock(&shm);
+  for (unsigned i = 0; i < n && rc == 0; i++) {
+    if (lim[i].memory == 0) continue;
+    if (vg_region_set_mem_limit(&shm, idx[i], lim[i].memory, &e) != 0) {
+      snprintf(err, len, "region file %s: %s", path, e.msg);
+      rc = -1;
+    }
+  }
+  if (rc == 0) vg_region_set_pending(&shm, pending);
+  vg_shm_close(&shm);
+  return rc;
+}
+
+/* One container: everything from the device IDs alone (docs/allocation.md,
+ * docs/device-plugin.md). With p->lock held. */
+static grpc_status_code allocate_one(struct vg_resource *res,
                                      const V1beta1__ContainerAllocateRequest *c, struct vg_arena *a,
                                      V1beta1__ContainerAllocateResponse **out, char *detail,
                                      size_t len) {
+  struct vg_plugin *p = res->plugin;
   if (c->n_devices_ids == 0) {
     snprintf(detail, len, "Allocate: a container request without device IDs");
     return GRPC_STATUS_INVALID_ARGUMENT;
   }
-  bool used[VG_MAX_GPUS] = {false};
+  uint64_t per_gpu[VG_MAX_GPUS] = {0};
   for (size_t i = 0; i < c->n_devices_ids; i++) {
-    int g = gpu_of(p, c->devices_ids[i]);
+    int g = gpu_of(res, c->devices_ids[i]);
     if (g < 0) {
       snprintf(detail, len, "Allocate: unknown device ID \"%s\" (resource %s)", c->devices_ids[i],
-               p->opts.resource);
+               res->name);
       return GRPC_STATUS_INVALID_ARGUMENT;
     }
-    used[g] = true;
+    per_gpu[g]++;
   }
+  unsigned used[VG_MAX_GPUS] = {0}, nused = 0;
+  for (unsigned g = 0; g < p->ngpus; g++)
+    if (per_gpu[g] > 0) used[nused++] = g;
+
+  /* What the IDs decide, per GPU; requests larger than allowed are refused. */
+  struct vg_err e;
+  struct vg_container_limits total, lim[VG_MAX_GPUS];
+  if (res->dialect == VG_DIALECT_VGPU || res->dialect == VG_DIALECT_TIMESLICING) {
+    if (vg_dialect_container_limits(&p->cfg, res->name, c->n_devices_ids, p->gpus[used[0]].memory,
+                                    &total, &e) != 0) {
+      snprintf(detail, len, "Allocate: %s", e.msg);
+      return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+  }
+  for (unsigned i = 0; i < nused; i++) {
+    unsigned g = used[i];
+    if (res->dialect == VG_DIALECT_VGPU && per_gpu[g] > 1) {
+      snprintf(detail, len,
+               "Allocate: %s: %llu IDs on GPU %s; each GPU a container requests must be a "
+               "different GPU",
+               res->name, (unsigned long long)per_gpu[g], p->gpus[g].uuid);
+      return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    if (vg_dialect_container_limits(&p->cfg, res->name, per_gpu[g], p->gpus[g].memory, &lim[i],
+                                    &e) != 0) {
+      snprintf(detail, len, "Allocate: %s (GPU %s)", e.msg, p->gpus[g].uuid);
+      return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+  }
+  if (one_gpu_dialect(res) && nused > 1) {
+    snprintf(detail, len,
+             "Allocate: %s: %zu IDs on %u GPUs; a container's %s memory must be on one GPU",
+             res->name, c->n_devices_ids, nused, vg_dialect_name(res->dialect));
+    return GRPC_STATUS_INVALID_ARGUMENT;
+  }
+  bool unlimited = lim[0].unlimited, pending = lim[0].pending;
+
   char visible[VG_MAX_GPUS * 100] = "";
   size_t off = 0;
-  for (unsigned g = 0; g < p->ngpus; g++)
-    if (used[g])
-      off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s", off > 0 ? "," : "",
-                              p->gpus[g].uuid);
-
-  /* The slot directory is named after the sorted IDs (FNV-1a 64). */
-  char **sorted = vg_arena_alloc(a, c->n_devices_ids * sizeof(char *));
-  memcpy(sorted, c->devices_ids, c->n_devices_ids * sizeof(char *));
-  qsort(sorted, c->n_devices_ids, sizeof(char *), cmp_str);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < c->n_devices_ids; i++) {
-    for (const char *s = sorted[i]; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    h = (h ^ '\n') * 1099511628211ull;
-  }
-  char slot_dir[4096];
-  snprintf(slot_dir, sizeof(slot_dir), "%s/slots/%016llx", p->opts.state_dir,
-           (unsigned long long)h);
-  char err[4200];
-  if (mkdir_p(slot_dir, err, sizeof(err)) != 0) {
-    snprintf(detail, len, "Allocate: %s", err);
-    return GRPC_STATUS_INTERNAL;
-  }
+  for (unsigned i = 0; i < nused; i++)
+    off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s", i > 0 ? "," : "",
+                            p->gpus[used[i]].uuid);
 
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
-  r->envs = vg_arena_alloc(a, 2 * sizeof(*r->envs));
+  r->envs = vg_arena_alloc(a, (nused + 5) * sizeof(*r->envs));
+  r->mounts = vg_arena_alloc(a, 4 * sizeof(*r->mounts));
+  r->devices = vg_arena_alloc(a, (nused + 4) * sizeof(*r->devices));
   add_env(a, r, "NVIDIA_VISIBLE_DEVICES", visible);
+  add_device(p, a, r, "/dev/nvidiactl");
+  add_device(p, a, r, "/dev/nvidia-uvm");
+  add_device(p, a, r, "/dev/nvidia-uvm-tools");
+  for (unsigned i = 0; i < nused; i++) {
+    if (p->gpus[used[i]].minor < 0) {
+      pdebug(p, "GPU %s: NVML gives no minor number; no device node", p->gpus[used[i]].uuid);
+      continue;
+    }
+    char node[64];
+    snprintf(node, sizeof(node), "/dev/nvidia%d", p->gpus[used[i]].minor);
+    add_device(p, a, r, node);
+  }
+  if (unlimited) { /* timeSlicing without isolation, as NVIDIA: access only */
+    *out = r;
+    return GRPC_STATUS_OK;
+  }
+
+  char rel[64], slot_dir[VG_CONFIG_PATH_MAX + 80], err[VG_CONFIG_PATH_MAX * 3 + 600];
+  vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
+  snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
+  char preload[VG_CONFIG_PATH_MAX + 32], region[VG_CONFIG_PATH_MAX + 100];
+  snprintf(region, sizeof(region), "%s/region.cache", slot_dir);
+  if (mkdir_p(slot_dir, err, sizeof(err)) != 0 ||
+      ensure_preload(p, preload, sizeof(preload), err, sizeof(err)) != 0 ||
+      prepare_region(p, region, used, nused, lim, pending, err, sizeof(err)) != 0) {
+    snprintf(detail, len, "Allocate: %s", err);
+    return GRPC_STATUS_INTERNAL;
+  }
   add_env(a, r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", VG_CONTAINER_DIR "/region.cache");
-  r->mounts = vg_arena_alloc(a, 2 * sizeof(*r->mounts));
+  for (unsigned i = 0; i < nused; i++) {
+    if (lim[i].memory == 0) continue;
+    char k[64], v[32];
+    snprintf(k, sizeof(k), "CUDA_DEVICE_MEMORY_LIMIT_%u", i);
+    if (lim[i].memory % (1ULL << 20) == 0)
+      snprintf(v, sizeof(v), "%llum", (unsigned long long)(lim[i].memory >> 20));
+    else
+      snprintf(v, sizeof(v), "%llu", (unsigned long long)lim[i].memory);
+    add_env(a, r, k, v);
+  }
+  if (res->dialect == VG_DIALECT_GPUSHARE) {
+    char v[32];
+    snprintf(v, sizeof(v), "%llu",
+             (unsigned long long)(p->gpus[used[0]].memory / p->cfg.gpushare.unit));
+    add_env(a, r, "ALIYUN_COM_GPU_MEM_DEV", v);
+    snprintf(v, sizeof(v), "%zu", c->n_devices_ids);
+    add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
+  }
   add_mount(a, r, slot_dir, VG_CONTAINER_DIR, false);
-  add_mount(a, r, p->opts.library, VG_CONTAINER_DIR "/libvgpu.so", true);
+  add_mount(a, r, p->library, VG_CONTAINER_DIR "/libvgpu.so", true);
+  add_mount(a, r, preload, "/etc/ld.so.preload", true);
+  pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, slot_dir, pending ? " (pending)" : "");
   *out = r;
   return GRPC_STATUS_OK;
 }
 
 static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct vg_arena *a,
                                  ProtobufCMessage **resp, char *detail, size_t len) {
-  struct vg_plugin *p = ctx;
+  struct vg_resource *res = ctx;
+  struct vg_plugin *p = res->plugin;
   const V1beta1__AllocateRequest *rq = (const void *)req;
   V1beta1__AllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__allocate_response__init(r);
@@ -293,7 +573,7 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
   pthread_mutex_lock(&p->lock);
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     V1beta1__ContainerAllocateResponse *one = NULL;
-    grpc_status_code st = allocate_one(p, rq->container_requests[c], a, &one, detail, len);
+    grpc_status_code st = allocate_one(res, rq->container_requests[c], a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
       pthread_mutex_unlock(&p->lock);
       vg_plog("%s", detail);
@@ -301,7 +581,10 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
     }
     r->container_responses[r->n_container_responses++] = one;
   }
+  void (*fn)(void *) = p->observer;
+  void *arg = p->observer_arg;
   pthread_mutex_unlock(&p->lock);
+  if (fn != NULL) fn(arg);
   *resp = &r->base;
   return GRPC_STATUS_OK;
 }

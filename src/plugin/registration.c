@@ -26,7 +26,7 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int vg_register_once(const struct vg_plugin *p, const struct vg_reg_opts *o, char *err,
+int vg_register_once(const struct vg_resource *r, const struct vg_reg_opts *o, char *err,
                      size_t err_len) {
   struct stat st;
   if (stat(o->kubelet_socket, &st) != 0) {
@@ -39,8 +39,8 @@ int vg_register_once(const struct vg_plugin *p, const struct vg_reg_opts *o, cha
   opts.get_preferred_allocation_available = 1;
   V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
   req.version = "v1beta1";
-  req.endpoint = (char *)o->endpoint;
-  req.resource_name = (char *)p->opts.resource;
+  req.endpoint = (char *)r->endpoint;
+  req.resource_name = (char *)r->name;
   req.options = &opts;
   char target[PATH_MAX + 8];
   snprintf(target, sizeof(target), "unix:%s", o->kubelet_socket);
@@ -50,30 +50,30 @@ int vg_register_once(const struct vg_plugin *p, const struct vg_reg_opts *o, cha
                   NULL, REGISTER_TIMEOUT_MS, detail, sizeof(detail));
   if (rc != GRPC_STATUS_OK) {
     snprintf(err, err_len, "Register of %s with the kubelet at %s failed (gRPC status %d): %s",
-             p->opts.resource, o->kubelet_socket, (int)rc, detail[0] ? detail : "no details");
+             r->name, o->kubelet_socket, (int)rc, detail[0] ? detail : "no details");
     return -1;
   }
   return 0;
 }
 
-static int serve(struct vg_plugin *p, const struct vg_reg_opts *o) {
+static int serve(struct vg_resource *r, const struct vg_reg_opts *o) {
   char path[PATH_MAX];
-  snprintf(path, sizeof(path), "%s/%s", o->plugin_dir, o->endpoint);
-  struct vg_rpc_server *s = vg_rpc_server_start(path, vg_plugin_methods, vg_plugin_nmethods, p);
+  snprintf(path, sizeof(path), "%s/%s", o->plugin_dir, r->endpoint);
+  struct vg_rpc_server *s = vg_rpc_server_start(path, vg_plugin_methods, vg_plugin_nmethods, r);
   if (s == NULL) return -1;
-  pthread_mutex_lock(&p->server_lock);
-  p->server = s;
-  pthread_mutex_unlock(&p->server_lock);
-  vg_plog("serving %s on %s", p->opts.resource, path);
+  pthread_mutex_lock(&r->server_lock);
+  r->server = s;
+  pthread_mutex_unlock(&r->server_lock);
+  vg_plog("serving %s on %s", r->name, path);
   return 0;
 }
 
-static void unserve(struct vg_plugin *p) {
-  pthread_mutex_lock(&p->server_lock);
-  struct vg_rpc_server *s = p->server;
-  p->server = NULL;
-  pthread_mutex_unlock(&p->server_lock);
-  vg_rpc_server_stop(s);
+static void unserve(struct vg_resource *r) {
+  pthread_mutex_lock(&r->server_lock);
+  struct vg_rpc_server *s = r->server;
+  r->server = NULL;
+  pthread_mutex_unlock(&r->server_lock);
+  if (s != NULL) vg_rpc_server_stop(s);
 }
 
 static const char *base_name(const char *path) {
@@ -81,8 +81,32 @@ static const char *base_name(const char *path) {
   return slash != NULL ? slash + 1 : path;
 }
 
+/* Registration state of one resource. */
+struct reg_state {
+  bool registered, have_server;
+  long long next_try, backoff;
+  char last_err[1200];
+};
+
+static void register_again(struct reg_state *st, long long at) {
+  st->registered = false;
+  st->next_try = at;
+  st->backoff = BACKOFF_MIN_MS;
+}
+
 int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int sigfd) {
-  if (serve(p, o) != 0) return 1;
+  struct reg_state state[VG_PLUGIN_MAX_RESOURCES];
+  memset(state, 0, sizeof(state));
+  if (p->nres == 0) vg_plog("the configuration advertises no resource; nothing to serve");
+  for (size_t i = 0; i < p->nres; i++) {
+    if (serve(&p->res[i], o) != 0) {
+      for (size_t j = 0; j < i; j++) unserve(&p->res[j]);
+      return 1;
+    }
+    state[i].have_server = true;
+    state[i].next_try = now_ms();
+    state[i].backoff = BACKOFF_MIN_MS;
+  }
   bool want_register = o->kubelet_socket != NULL && o->kubelet_socket[0] != '\0';
   if (!want_register) vg_plog("no kubelet socket given: serving without registering");
 
@@ -104,41 +128,41 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
     }
   }
   const char *kubelet_name = want_register ? base_name(o->kubelet_socket) : "";
-  char own_path[PATH_MAX];
-  snprintf(own_path, sizeof(own_path), "%s/%s", o->plugin_dir, o->endpoint);
 
-  bool registered = false, have_server = true;
-  long long next_try = now_ms(), backoff = BACKOFF_MIN_MS;
-  char last_err[1200] = "";
   int rc = 0;
   for (;;) {
     long long now = now_ms();
-    if (!have_server && now >= next_try) {
-      if (serve(p, o) == 0) {
-        have_server = true;
-      } else {
-        next_try = now + BACKOFF_MAX_MS;
-      }
-    }
-    if (have_server && want_register && !registered && now >= next_try) {
-      char err[1200];
-      if (vg_register_once(p, o, err, sizeof(err)) == 0) {
-        registered = true;
-        backoff = BACKOFF_MIN_MS;
-        last_err[0] = '\0';
-        vg_plog("registered %s with the kubelet at %s (endpoint %s)", p->opts.resource,
-                o->kubelet_socket, o->endpoint);
-      } else {
-        if (strcmp(err, last_err) != 0) vg_plog("%s", err); /* each distinct failure once */
-        snprintf(last_err, sizeof(last_err), "%s", err);
-        next_try = now_ms() + backoff;
-        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-      }
-    }
     int timeout = -1;
-    if (!have_server || (want_register && !registered)) {
-      long long wait = next_try - now_ms();
-      timeout = wait < 0 ? 0 : (int)wait;
+    for (size_t i = 0; i < p->nres; i++) {
+      struct vg_resource *r = &p->res[i];
+      struct reg_state *st = &state[i];
+      if (!st->have_server && now >= st->next_try) {
+        if (serve(r, o) == 0) {
+          st->have_server = true;
+        } else {
+          st->next_try = now + BACKOFF_MAX_MS;
+        }
+      }
+      if (st->have_server && want_register && !st->registered && now >= st->next_try) {
+        char err[1200];
+        if (vg_register_once(r, o, err, sizeof(err)) == 0) {
+          st->registered = true;
+          st->backoff = BACKOFF_MIN_MS;
+          st->last_err[0] = '\0';
+          vg_plog("registered %s with the kubelet at %s (endpoint %s)", r->name, o->kubelet_socket,
+                  r->endpoint);
+        } else {
+          if (strcmp(err, st->last_err) != 0) vg_plog("%s", err); /* each distinct failure once */
+          snprintf(st->last_err, sizeof(st->last_err), "%s", err);
+          st->next_try = now_ms() + st->backoff;
+          st->backoff = st->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : st->backoff * 2;
+        }
+      }
+      if (!st->have_server || (want_register && !st->registered)) {
+        long long wait = st->next_try - now_ms();
+        int t = wait < 0 ? 0 : (int)wait;
+        if (timeout < 0 || t < timeout) timeout = t;
+      }
     }
     struct pollfd fds[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = ino, .events = POLLIN}};
     int n = poll(fds, ino >= 0 ? 2 : 1, timeout);
@@ -153,19 +177,17 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
       if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGUSR1) {
           static struct vg_gpu gpus[VG_MAX_GPUS];
-          unsigned n = 0;
+          unsigned ng = 0;
           char err[512];
-          if (vg_gpus_discover(gpus, &n, err, sizeof(err)) == 0) {
-            vg_plog("SIGUSR1: %u GPUs found again; sending the device list", n);
-            vg_plugin_set_gpus(p, gpus, n);
+          if (vg_gpus_discover(gpus, &ng, err, sizeof(err)) == 0) {
+            vg_plog("SIGUSR1: %u GPUs found again; sending the device list", ng);
+            vg_plugin_set_gpus(p, gpus, ng);
           } else {
             vg_plog("SIGUSR1: GPU discovery: %s; keeping the device list", err);
           }
         } else if (si.ssi_signo == SIGHUP) {
           vg_plog("SIGHUP: registering again");
-          registered = false;
-          next_try = now_ms();
-          backoff = BACKOFF_MIN_MS;
+          for (size_t i = 0; i < p->nres; i++) register_again(&state[i], now_ms());
         } else {
           vg_plog("signal %u: stopping", si.ssi_signo);
           break;
@@ -183,31 +205,36 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
           if (want_register && ev->wd == wd_kubelet && strcmp(ev->name, kubelet_name) == 0) {
             if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
               vg_plog("%s created (kubelet restart): registering again", o->kubelet_socket);
-              registered = false;
-              next_try = now_ms();
-              backoff = BACKOFF_MIN_MS;
-              last_err[0] = '\0';
+              for (size_t i = 0; i < p->nres; i++) {
+                register_again(&state[i], now_ms());
+                state[i].last_err[0] = '\0';
+              }
             } else if (ev->mask & IN_DELETE) {
               vg_plog("%s removed: the kubelet stopped; waiting for it", o->kubelet_socket);
-              registered = false;
-              next_try = now_ms() + BACKOFF_MAX_MS;
+              for (size_t i = 0; i < p->nres; i++) {
+                state[i].registered = false;
+                state[i].next_try = now_ms() + BACKOFF_MAX_MS;
+              }
             }
-          } else if (ev->wd == wd_plugin && (ev->mask & IN_DELETE) &&
-                     strcmp(ev->name, o->endpoint) == 0 && have_server) {
-            struct stat st;
-            if (stat(own_path, &st) == 0) continue; /* our own restart: already back */
-            vg_plog("%s was removed (kubelet restart?): serving again", own_path);
-            unserve(p);
-            have_server = false;
-            registered = false;
-            next_try = now_ms();
-            backoff = BACKOFF_MIN_MS;
+          } else if (ev->wd == wd_plugin && (ev->mask & IN_DELETE)) {
+            for (size_t i = 0; i < p->nres; i++) {
+              struct vg_resource *r = &p->res[i];
+              if (strcmp(ev->name, r->endpoint) != 0 || !state[i].have_server) continue;
+              char own_path[PATH_MAX];
+              snprintf(own_path, sizeof(own_path), "%s/%s", o->plugin_dir, r->endpoint);
+              struct stat sb;
+              if (stat(own_path, &sb) == 0) continue; /* our own restart: already back */
+              vg_plog("%s was removed (kubelet restart?): serving again", own_path);
+              unserve(r);
+              state[i].have_server = false;
+              register_again(&state[i], now_ms());
+            }
           }
         }
       }
     }
   }
   if (ino >= 0) close(ino);
-  unserve(p);
+  for (size_t i = 0; i < p->nres; i++) unserve(&p->res[i]);
   return rc;
 }

@@ -15,8 +15,12 @@ as the kubelet does (../shared/research/k8s-interfaces.md sections 1 and 4):
 Commands, one per line on stdin; one JSON object per line on stdout:
   listen                      start serving kubelet.sock (with --defer)
   registrations N SECONDS     wait until N registrations were accepted
-  devices MESSAGES SECONDS    wait until MESSAGES ListAndWatch messages came
-  allocate ID,ID,...          GetPreferredAllocation + Allocate (one container)
+  devices MESSAGES SECONDS [RESOURCE]
+                              wait until MESSAGES ListAndWatch messages came
+  allocate ID,ID,... [RESOURCE]
+                              GetPreferredAllocation + Allocate (one container)
+  (RESOURCE: a registered resource name; default the last one registered --
+  the kubelet keeps one endpoint and one device list per resource)
   restart                     simulate a kubelet restart
   quit
 With --podresources SOCKET it also serves the PodResources API v1
@@ -145,9 +149,10 @@ class Kubelet:
         self.cond = threading.Condition()
         self.registrations = []
         self.rejections = []
-        self.messages = []  # list of snapshots {id: health}
-        self.plugin = None  # (endpoint, options, channel, stub)
-        self.watch_call = None
+        self.messages = {}  # resource -> list of snapshots {id: health}
+        self.plugins = {}  # resource -> (endpoint, options, channel, stub)
+        self.watch_calls = {}  # resource -> ListAndWatch call
+        self.last = None  # the resource registered last
 
     # -- Registration service --
     def Register(self, request, context):
@@ -178,24 +183,26 @@ class Kubelet:
         rec["options_callback"] = {
             "get_preferred_allocation_available": options.get_preferred_allocation_available,
             "pre_start_required": options.pre_start_required}
+        name = request.resource_name
         with self.cond:
-            if self.watch_call is not None:
-                self.watch_call.cancel()
-            self.plugin = (request.endpoint, options, channel, stub)
+            if name in self.watch_calls:
+                self.watch_calls.pop(name).cancel()
+            self.plugins[name] = (request.endpoint, options, channel, stub)
+            self.last = name
             self.registrations.append(rec)
             self.cond.notify_all()
-        threading.Thread(target=self.watch, args=(stub,), daemon=True).start()
+        threading.Thread(target=self.watch, args=(name, stub), daemon=True).start()
         return self.pb.Empty()
 
-    def watch(self, stub):
+    def watch(self, name, stub):
         call = stub.ListAndWatch(self.pb.Empty())
         with self.cond:
-            self.watch_call = call
+            self.watch_calls[name] = call
         try:
             for resp in call:
                 snap = {d.ID: d.health for d in resp.devices}  # a full snapshot each time
                 with self.cond:
-                    self.messages.append(snap)
+                    self.messages.setdefault(name, []).append(snap)
                     self.cond.notify_all()
         except self.grpc.RpcError:
             pass
@@ -219,10 +226,10 @@ class Kubelet:
 
     def stop(self):
         with self.cond:
-            if self.watch_call is not None:
-                self.watch_call.cancel()
-            self.watch_call = None
-            self.plugin = None
+            for call in self.watch_calls.values():
+                call.cancel()
+            self.watch_calls = {}
+            self.plugins = {}
         if self.server is not None:
             self.server.stop(0).wait()
             self.server = None
@@ -238,10 +245,14 @@ class Kubelet:
         return True
 
     # -- allocation, as at pod admission --
-    def allocate(self, ids):
+    def snapshots(self, name):
+        return self.messages.get(name if name is not None else self.last, [])
+
+    def allocate(self, ids, name=None):
         with self.cond:
-            plugin = self.plugin
-            snap = self.messages[-1] if self.messages else {}
+            plugin = self.plugins.get(name if name is not None else self.last)
+            snaps = self.snapshots(name)
+            snap = snaps[-1] if snaps else {}
         if plugin is None:
             return {"ok": False, "error": "no plugin registered"}
         _, options, _, stub = plugin
@@ -309,13 +320,16 @@ def main():
                 emit({"ok": ok, "rejections": k.rejections})
         elif cmd == "devices":
             n, secs = int(words[1]), float(words[2])
-            ok = k.wait(lambda: len(k.messages) >= n, secs)
+            name = words[3] if len(words) > 3 else None
+            ok = k.wait(lambda: len(k.snapshots(name)) >= n, secs)
             with k.cond:
-                snap = k.messages[-1] if k.messages else {}
-                emit({"ok": ok, "messages": len(k.messages), "devices": snap,
+                snaps = k.snapshots(name)
+                snap = snaps[-1] if snaps else {}
+                emit({"ok": ok, "messages": len(snaps), "devices": snap,
                       "healthy": sum(1 for h in snap.values() if h == "Healthy")})
         elif cmd == "allocate":
-            emit(k.allocate(words[1].split(",") if len(words) > 1 else []))
+            emit(k.allocate(words[1].split(",") if len(words) > 1 else [],
+                            words[2] if len(words) > 2 else None))
         elif cmd == "restart":
             k.stop()
             k.listen()

@@ -6,7 +6,10 @@
  * checks the version and resource name, calls GetDevicePluginOptions back
  * inside Register, runs ListAndWatch, allocates as at pod admission and
  * restarts by wiping the sockets. The plugin runs on the simulated GPU with
- * two devices and four slots per GPU.
+ * two devices of 8 GiB: first without --config (the vgpu dialect, here with
+ * --resource nvidia.com/gpu --slots 4), then with every example of
+ * examples/config/, checking the resources registered, the device IDs and
+ * what Allocate returns and leaves in the region file per dialect.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +29,7 @@
 // clang-format on
 
 #include "harness.h"
+#include "region.h"
 
 #define SLOTS 4
 #define SOCK_NAME "vgpu-nvidia.com_gpu.sock"
@@ -33,7 +37,7 @@
 struct fake {
   pid_t pid;
   FILE *in, *out;
-  char line[1 << 16];
+  char line[1 << 22]; /* a gpushare device list in MiB is ~1 MB of JSON */
 };
 
 struct setup {
@@ -99,6 +103,8 @@ static void start_plugin(struct setup *s, const char *extra1, const char *extra2
                   "/opt/vgpu/libvgpu.so",
                   "--slots",
                   "4",
+                  "--resource",
+                  "nvidia.com/gpu",
                   (char *)extra1,
                   (char *)extra2,
                   NULL};
@@ -133,6 +139,7 @@ static int setup(void **state) {
   struct setup *s = calloc(1, sizeof(*s));
   vg_env_init(&s->env, false);
   vg_env_set(&s->env, "VGPU_SIM_DEVICES", "2");
+  vg_env_set(&s->env, "VGPU_SIM_MEMORY", "8g");
   snprintf(s->plugin_dir, sizeof(s->plugin_dir), "%s/dp", s->env.dir);
   snprintf(s->state_dir, sizeof(s->state_dir), "%s/state", s->env.dir);
   mkdir(s->plugin_dir, 0755);
@@ -218,8 +225,12 @@ static void test_register_list_allocate(void **state) {
   uuid_from(r, 1, u1, sizeof(u1));
   assert_string_not_equal(u0, u1);
 
-  /* two slots of one GPU */
+  /* two slots of one GPU: a vgpu count is a number of different GPUs */
   r = fake(s, "allocate %s::1,%s::0", u0, u0);
+  assert_non_null(strstr(r, "\"ok\": false"));
+  assert_non_null(strstr(r, "must be a different GPU"));
+  /* one slot */
+  r = fake(s, "allocate %s::1", u0);
   assert_non_null(strstr(r, "\"ok\": true"));
   char want[512];
   snprintf(want, sizeof(want), "\"NVIDIA_VISIBLE_DEVICES\": \"%s\"", u0);
@@ -232,24 +243,25 @@ static void test_register_list_allocate(void **state) {
   assert_non_null(strstr(r,
                          "{\"container_path\": \"/usr/local/vgpu/libvgpu.so\", \"host_path\": "
                          "\"/opt/vgpu/libvgpu.so\", \"read_only\": true}"));
-  /* the preference for two IDs spreads them over both GPUs */
-  assert_non_null(strstr(r, "\"preferred\": [\"GPU-"));
-  snprintf(want, sizeof(want), "%s::", u1);
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/etc/ld.so.preload\", \"host_path\": \"%s/ld.so.preload\", "
+           "\"read_only\": true}",
+           s->state_dir);
   assert_non_null(strstr(r, want));
   char slots[500];
   snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
   assert_int_equal(dir_entries(slots), 1);
 
-  /* the same IDs in another order name the same slot directory */
-  r = fake(s, "allocate %s::0,%s::1", u0, u0);
-  assert_non_null(strstr(r, "\"ok\": true"));
-  assert_int_equal(dir_entries(slots), 1);
-
-  /* one slot on each GPU */
+  /* one slot on each GPU; the preference for two IDs spreads them over both GPUs */
   r = fake(s, "allocate %s::2,%s::3", u1, u0);
   assert_non_null(strstr(r, "\"ok\": true"));
+  assert_non_null(strstr(r, "\"preferred\": [\"GPU-"));
   snprintf(want, sizeof(want), "\"NVIDIA_VISIBLE_DEVICES\": \"%s,%s\"", u0, u1);
   assert_non_null(strstr(r, want));
+  assert_int_equal(dir_entries(slots), 2);
+  /* the same IDs in another order name the same slot directory */
+  r = fake(s, "allocate %s::3,%s::2", u0, u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
   assert_int_equal(dir_entries(slots), 2);
 
   /* unknown IDs: a clear error naming the ID */
@@ -353,6 +365,333 @@ static void test_bad_options(void **state) {
   assert_non_null(strstr(run.err, "usage: vgpu-device-plugin"));
 }
 
+/* ---- one test per example configuration ---- */
+
+#define EXAMPLE(name) VG_SOURCE_DIR "/examples/config/" name ".yaml"
+
+static void start_plugin_config(struct setup *s, const char *config, const char *extra1,
+                                const char *extra2) {
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                  "--config",
+                  (char *)config,
+                  "--plugin-dir",
+                  s->plugin_dir,
+                  "--state-dir",
+                  s->state_dir,
+                  "--library",
+                  "/opt/vgpu/libvgpu.so",
+                  (char *)extra1,
+                  (char *)extra2,
+                  NULL};
+  s->plugin = vg_spawn(&s->env, argv);
+  assert_true(s->plugin > 0);
+}
+
+/* The two GPUs' UUIDs from a devices answer (the sorted IDs of GPU 0 come first). */
+static void two_uuids(const char *json, char *u0, char *u1, size_t len) {
+  const char *p = strstr(json, "\"GPU-");
+  assert_non_null(p);
+  const char *end = strstr(p, "::");
+  snprintf(u0, len, "%.*s", (int)(end - p - 1), p + 1);
+  for (p = strstr(p + 1, "\"GPU-"); p != NULL; p = strstr(p + 1, "\"GPU-"))
+    if (strncmp(p + 1, u0, strlen(u0)) != 0) break;
+  assert_non_null(p);
+  end = strstr(p, "::");
+  snprintf(u1, len, "%.*s", (int)(end - p - 1), p + 1);
+}
+
+/* "uuid::from,uuid::from+1,..." (n IDs). */
+static char *id_list(const char *uuid, unsigned from, unsigned n) {
+  static char buf[1 << 17];
+  size_t off = 0;
+  for (unsigned i = 0; i < n; i++)
+    off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s::%u", i > 0 ? "," : "", uuid,
+                            from + i);
+  return buf;
+}
+
+static bool has_env(const char *r, const char *key, const char *value) {
+  char want[2048];
+  snprintf(want, sizeof(want), "\"%s\": \"%s\"", key, value);
+  return strstr(r, want) != NULL;
+}
+
+/* What the region file of an Allocate answer's slot directory holds. */
+struct region_view {
+  bool pending;
+  unsigned ndev;
+  char uuid[2][VG_UUID_LEN];
+  uint64_t limit[2];
+};
+
+static void region_from(const char *r, struct region_view *v) {
+  static const char key[] = "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"";
+  const char *p = strstr(r, key);
+  assert_non_null(p);
+  p += strlen(key);
+  char path[600];
+  snprintf(path, sizeof(path), "%.*s/region.cache", (int)(strchr(p, '"') - p), p);
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) fail_msg("%s", err.msg);
+  const struct vg_region *reg = vg_region_of(&shm);
+  memset(v, 0, sizeof(*v));
+  v->pending = vg_region_pending(reg);
+  v->ndev = reg->device_count;
+  for (unsigned i = 0; i < 2 && i < reg->device_count; i++) {
+    snprintf(v->uuid[i], sizeof(v->uuid[i]), "%s", reg->dev[i].uuid);
+    v->limit[i] = reg->dev[i].mem_limit;
+  }
+  vg_shm_close(&shm);
+}
+
+static const char *registered(struct setup *s, int n, const char *resource) {
+  const char *r = fake(s, "registrations %d 5", n);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  char want[400];
+  snprintf(want, sizeof(want), "\"resource_name\": \"%s\"", resource);
+  assert_non_null(strstr(r, want));
+  return r;
+}
+
+/* vgpu (HAMi): IDs per GPU = deviceSplitCount; limits pending for the binder. */
+static void test_example_vgpu(void **state) {
+  struct setup *s = *state;
+  char devroot[500], node[600];
+  snprintf(devroot, sizeof(devroot), "%s/root", s->env.dir);
+  snprintf(node, sizeof(node), "%s/dev", devroot);
+  assert_int_equal(mkdir(devroot, 0755) | mkdir(node, 0755), 0);
+  const char *nodes[] = {"nvidiactl", "nvidia1"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(node, sizeof(node), "%s/dev/%s", devroot, nodes[i]);
+    fclose(fopen(node, "w"));
+  }
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("vgpu"), "--dev-root", devroot);
+  const char *r = registered(s, 1, "nvidia.com/vgpu");
+  assert_non_null(strstr(r, "\"endpoint\": \"vgpu-nvidia.com_vgpu.sock\""));
+  r = fake(s, "devices 1 5");
+  assert_int_equal(count(r, "::"), 2 * 10);
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+
+  r = fake(s, "allocate %s::7", u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_true(has_env(r, "NVIDIA_VISIBLE_DEVICES", u1));
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/region.cache"));
+  assert_null(strstr(r, "CUDA_DEVICE_MEMORY_LIMIT"));
+  /* device nodes that exist (under --dev-root), minor from NVML */
+  char want[800];
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/dev/nvidiactl\", \"host_path\": \"%s/dev/nvidiactl\", "
+           "\"permissions\": \"rw\"}",
+           devroot);
+  assert_non_null(strstr(r, want));
+  snprintf(want, sizeof(want),
+           "\"container_path\": \"/dev/nvidia1\", \"host_path\": \"%s/dev/nvidia1\"", devroot);
+  assert_non_null(strstr(r, want));
+  assert_null(strstr(r, "/dev/nvidia-uvm"));
+  assert_null(strstr(r, "/dev/nvidia0"));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(v.ndev, 1);
+  assert_string_equal(v.uuid[0], u1);
+  assert_int_equal(v.limit[0], 0);
+
+  r = fake(s, "allocate %s::0,%s::1", u0, u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  snprintf(want, sizeof(want), "%s,%s", u0, u1);
+  assert_true(has_env(r, "NVIDIA_VISIBLE_DEVICES", want));
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(v.ndev, 2);
+  assert_int_equal(count(r, "/dev/nvidia1"), 2); /* host and container path, once */
+
+  r = fake(s, "allocate %s::10", u0);
+  assert_non_null(strstr(r, "INVALID_ARGUMENT"));
+  assert_non_null(strstr(r, "unknown device ID"));
+}
+
+/* gpushare (Aliyun), MiB: one ID per MiB; the IDs are the memory. */
+static void test_example_gpushare(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("gpushare"), NULL, NULL);
+  registered(s, 1, "aliyun.com/gpu-mem");
+  const char *r = fake(s, "devices 1 10");
+  assert_int_equal(count(r, "::"), 2 * 8192);
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+
+  r = fake(s, "allocate %s", id_list(u0, 100, 1024));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_true(has_env(r, "NVIDIA_VISIBLE_DEVICES", u0));
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "1024m"));
+  assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_DEV", "8192"));
+  assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_CONTAINER", "1024"));
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/region.cache"));
+  /* the preference keeps a container's memory on one GPU */
+  const char *pref = strstr(r, "\"preferred\"");
+  assert_non_null(pref);
+  char other[140];
+  snprintf(other, sizeof(other), "\"%s::", u1);
+  assert_true(strstr(pref, other) == NULL || strstr(pref, other) > strstr(pref, "]"));
+  struct region_view v;
+  region_from(r, &v);
+  assert_false(v.pending);
+  assert_int_equal(v.ndev, 1);
+  assert_string_equal(v.uuid[0], u0);
+  assert_int_equal(v.limit[0], 1024ULL << 20);
+
+  r = fake(s, "allocate %s::5000,%s::5000", u0, u1);
+  assert_non_null(strstr(r, "INVALID_ARGUMENT"));
+  assert_non_null(strstr(r, "must be on one GPU"));
+}
+
+/* timeSlicing with memoryPerReplica: equal and failRequestsGreaterThanOne. */
+static void test_example_timeslicing(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("timeslicing"), NULL, NULL);
+  registered(s, 1, "nvidia.com/gpu");
+  const char *r = fake(s, "devices 1 5");
+  assert_int_equal(count(r, "::"), 2 * 4);
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+  r = fake(s, "allocate %s::2", u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  /* (8192 MiB - 4 x 256 MiB context reserve) / 4 replicas */
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "1792m"));
+  assert_null(strstr(r, "ALIYUN"));
+  struct region_view v;
+  region_from(r, &v);
+  assert_false(v.pending);
+  assert_string_equal(v.uuid[0], u1);
+  assert_int_equal(v.limit[0], 1792ULL << 20);
+  r = fake(s, "allocate %s::0,%s::1", u0, u1);
+  assert_non_null(strstr(r, "INVALID_ARGUMENT"));
+  assert_non_null(strstr(r, "maximum request size for shared resources is 1"));
+}
+
+/* NVIDIA's own file: replicas are access tokens, no limits, no preload. */
+static void test_example_nvidia_time_slicing(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("nvidia-time-slicing"), NULL, NULL);
+  registered(s, 1, "nvidia.com/gpu");
+  const char *r = fake(s, "devices 1 5");
+  assert_int_equal(count(r, "::"), 2 * 4);
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+  r = fake(s, "allocate %s::1,%s::3", u0, u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  char want[300];
+  snprintf(want, sizeof(want), "%s,%s", u0, u1);
+  assert_true(has_env(r, "NVIDIA_VISIBLE_DEVICES", want));
+  assert_null(strstr(r, "CUDA_DEVICE"));
+  assert_non_null(strstr(r, "\"mounts\": []"));
+  char slots[500];
+  snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
+  assert_int_equal(dir_entries(slots), -1);
+}
+
+/* CCE (Huawei): one ID per 128 MiB; memory from the IDs, cores pending. */
+static void test_example_cce(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("cce"), NULL, NULL);
+  registered(s, 1, "volcano.sh/gpu-mem.128Mi");
+  const char *r = fake(s, "devices 1 5");
+  assert_int_equal(count(r, "::"), 2 * 64);
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+  r = fake(s, "allocate %s", id_list(u0, 3, 40));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "5120m"));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(v.limit[0], 5120ULL << 20);
+  r = fake(s, "allocate %s::0,%s::0", u0, u1);
+  assert_non_null(strstr(r, "must be on one GPU"));
+}
+
+/* All four dialects at once: four sockets, four registrations, distinct IDs. */
+static void test_example_mixed(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin_config(s, EXAMPLE("mixed"), NULL, NULL);
+  const char *r = fake(s, "registrations 4 5");
+  assert_non_null(strstr(r, "\"ok\": true"));
+  const char *names[] = {"nvidia.com/vgpu", "aliyun.com/gpu-mem", "nvidia.com/gpu.shared",
+                         "volcano.sh/gpu-mem.128Mi"};
+  const int ids[] = {4, 8, 2, 64};
+  for (int i = 0; i < 4; i++) {
+    char want[200];
+    snprintf(want, sizeof(want), "\"resource_name\": \"%s\"", names[i]);
+    assert_int_equal(count(r, want), 1);
+  }
+  assert_non_null(strstr(r, "\"endpoint\": \"vgpu-aliyun.com_gpu-mem.sock\""));
+  char u0[128], u1[128];
+  for (int i = 0; i < 4; i++) {
+    r = fake(s, "devices 1 5 %s", names[i]);
+    assert_non_null(strstr(r, "\"ok\": true"));
+    assert_int_equal(count(r, "::"), 2 * ids[i]);
+  }
+  two_uuids(r, u0, u1, sizeof(u0));
+  /* IDs of one GPU are numbered across the resources: vgpu 0-3, gpushare 4-11,
+   * time-slicing 12-13, cce 14-77; no two containers share a slot directory */
+  r = fake(s, "allocate %s::0 nvidia.com/vgpu", u0);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+  r = fake(s, "allocate %s::4,%s::5 aliyun.com/gpu-mem", u0, u0);
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "2048m"));
+  assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_DEV", "8"));
+  assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_CONTAINER", "2"));
+  region_from(r, &v);
+  assert_false(v.pending);
+  r = fake(s, "allocate %s::13 nvidia.com/gpu.shared", u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_non_null(strstr(r, "\"mounts\": []"));
+  r = fake(s, "allocate %s::14 volcano.sh/gpu-mem.128Mi", u1);
+  assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "128m"));
+  r = fake(s, "allocate %s::0 volcano.sh/gpu-mem.128Mi", u1);
+  assert_non_null(strstr(r, "unknown device ID"));
+  char slots[500];
+  snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
+  assert_int_equal(dir_entries(slots), 3);
+}
+
+static void test_bad_config(void **state) {
+  struct setup *s = *state;
+  char path[500];
+  snprintf(path, sizeof(path), "%s/bad.yaml", s->env.dir);
+  FILE *f = fopen(path, "w");
+  fputs("dialects:\n  vgpu:\n    deviceSplitCount: 0\n", f);
+  fclose(f);
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"), "--config", path, NULL};
+  struct vg_run run;
+  assert_int_equal(vg_run(&s->env, argv, &run), 2);
+  char want[600];
+  snprintf(want, sizeof(want), "%s:3:", path);
+  assert_non_null(strstr(run.err, want));
+  char *argv2[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                   "--config",
+                   EXAMPLE("cce"),
+                   "--slots",
+                   "3",
+                   NULL};
+  assert_int_equal(vg_run(&s->env, argv2, &run), 2);
+  assert_non_null(strstr(run.err, "does not enable"));
+  char *argv3[] = {(char *)vg_build_path("bin/vgpu-device-plugin"), "--config", "/nonexistent.yaml",
+                   NULL};
+  assert_int_equal(vg_run(&s->env, argv3, &run), 2);
+  assert_non_null(strstr(run.err, "/nonexistent.yaml"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
@@ -361,6 +700,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kubelet_missing_at_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_register_rejected, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_vgpu, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_gpushare, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_timeslicing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_nvidia_time_slicing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_cce, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_example_mixed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
