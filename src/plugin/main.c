@@ -13,11 +13,13 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "devices.h"
 #include "plugin.h"
 #include "registration.h"
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
+#define DEFAULT_PODRESOURCES "/var/lib/kubelet/pod-resources/kubelet.sock"
 /* Without --config: the vgpu dialect with its defaults. */
 static const char default_config[] = "dialects:\n  vgpu: {}\n";
 
@@ -28,8 +30,15 @@ static void usage(FILE *f) {
       "                          [--plugin-dir DIR] [--kubelet-socket PATH]\n"
       "                          [--metrics ADDR:PORT] [--state-dir DIR] [--library PATH]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
+      "                          [--podresources-socket PATH]\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
       "                    dialect with its defaults\n"
+      "  --node-name NAME  this node (default $NODE_NAME): the Node the GPU inventory is\n"
+      "                    published on (annotation vgpu.io/gpu-inventory)\n"
+      "  --kubeconfig FILE Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
+      "  --podresources-socket PATH  the kubelet's PodResources API, used to bind each pod's\n"
+      "                    limits after Allocate (default " DEFAULT_PODRESOURCES
+      ")\n"
       "  --plugin-dir      where our sockets are served (default " DEFAULT_PLUGIN_DIR
       ")\n"
       "  --kubelet-socket  the kubelet's Registration socket (default <plugin-dir>/kubelet.sock;\n"
@@ -55,10 +64,12 @@ int main(int argc, char **argv) {
                                            {"resource", required_argument, NULL, 'r'},
                                            {"dev-root", required_argument, NULL, 'D'},
                                            {"debug", no_argument, NULL, 'g'},
+                                           {"podresources-socket", required_argument, NULL, 'P'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
-  const char *metrics = NULL, *kubeconfig = NULL;
+  const char *metrics = NULL;
+  struct vg_agent_opts agent_opts = {0};
   const char *resource = NULL;
   long slots = 0;
   struct vg_plugin_opts opts = {0};
@@ -69,9 +80,13 @@ int main(int argc, char **argv) {
         config = optarg;
         break;
       case 'n':
-        break; /* used once the Node inventory is published */
+        agent_opts.node_name = optarg;
+        break;
       case 'k':
-        kubeconfig = optarg;
+        agent_opts.kubeconfig = optarg;
+        break;
+      case 'P':
+        agent_opts.podresources_socket = optarg;
         break;
       case 'p':
         plugin_dir = optarg;
@@ -143,8 +158,6 @@ int main(int argc, char **argv) {
     if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
   }
   opts.cfg = &cfg;
-  if (kubeconfig != NULL)
-    vg_plog("--kubeconfig %s: the Kubernetes client is not wired yet", kubeconfig);
   if (metrics != NULL) vg_plog("--metrics %s: metrics are not served yet", metrics);
   char default_socket[PATH_MAX];
   if (kubelet_socket == NULL) {
@@ -182,8 +195,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < plugin.nres; i++)
     vg_plog("resource %s (%s dialect): socket %s", plugin.res[i].name,
             vg_dialect_name(plugin.res[i].dialect), plugin.res[i].endpoint);
+  agent_opts.state_dir = opts.state_dir;
+  struct vg_agent *agent = vg_agent_start(&plugin, &cfg, gpus, ngpus, &agent_opts);
   struct vg_reg_opts ro = {.plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
+  vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);
   vg_plugin_config_free(&cfg);
   close(sigfd);

@@ -29,6 +29,7 @@
 // clang-format on
 
 #include "harness.h"
+#include "k8s.h"
 #include "region.h"
 
 #define SLOTS 4
@@ -44,8 +45,11 @@ struct setup {
   struct vg_env env;
   char plugin_dir[400];
   char state_dir[400];
+  char pr_socket[400]; /* non-empty: the fake kubelet also serves PodResources */
   struct fake fk;
   pid_t plugin;
+  pid_t api; /* the fake API server, if started */
+  int api_port;
 };
 
 static void start_fake(struct setup *s, bool defer) {
@@ -59,14 +63,16 @@ static void start_fake(struct setup *s, bool defer) {
     dup2(from[1], 1);
     close(to[1]);
     close(from[0]);
-    char *argv[] = {"/usr/bin/python3",
-                    VG_SOURCE_DIR "/tests/plugin/fake_kubelet.py",
-                    "--dir",
-                    s->plugin_dir,
-                    "--proto-dir",
-                    VG_SOURCE_DIR "/src/plugin/proto",
-                    defer ? "--defer" : NULL,
-                    NULL};
+    char *argv[10] = {"/usr/bin/python3",
+                      VG_SOURCE_DIR "/tests/plugin/fake_kubelet.py",
+                      "--dir",
+                      s->plugin_dir,
+                      "--proto-dir",
+                      VG_SOURCE_DIR "/src/plugin/proto"};
+    int n = 6;
+    if (defer) argv[n++] = "--defer";
+    if (s->pr_socket[0] != '\0') argv[n++] = "--podresources", argv[n++] = s->pr_socket;
+    argv[n] = NULL;
     execve(argv[0], argv, s->env.vars);
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -161,6 +167,10 @@ static int teardown(void **state) {
       fprintf(stderr, "plugin exited %d:\n%s", rc, log);
       result = -1;
     }
+  }
+  if (s->api > 0) {
+    kill(s->api, SIGTERM);
+    vg_wait(s->api);
   }
   if (s->fk.pid > 0) {
     fputs("quit\n", s->fk.in);
@@ -566,7 +576,11 @@ static void test_example_timeslicing(void **state) {
   assert_null(strstr(r, "ALIYUN"));
   struct region_view v;
   region_from(r, &v);
-  assert_false(v.pending);
+  if (v.pending) {
+    static char log[1 << 16];
+    plugin_log(s, log, sizeof(log));
+    fail_msg("limits never bound; plugin log:\n%s", log);
+  }
   assert_string_equal(v.uuid[0], u1);
   assert_int_equal(v.limit[0], 1792ULL << 20);
   r = fake(s, "allocate %s::0,%s::1", u0, u1);
@@ -692,6 +706,141 @@ static void test_bad_config(void **state) {
   assert_non_null(strstr(run.err, "/nonexistent.yaml"));
 }
 
+/* ---- the whole node agent: API server, PodResources, binder, inventory, health ---- */
+
+#define TOKEN "agent-test-token"
+
+/* Starts tests/k8s/fake_apiserver.py and writes a kubeconfig for it. */
+static void start_api(struct setup *s, char *kubeconfig, size_t len) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  s->api = fork();
+  if (s->api == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl("/usr/bin/python3", "python3", VG_SOURCE_DIR "/tests/k8s/fake_apiserver.py", "--token",
+          TOKEN, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  char line[64] = "";
+  size_t n = 0;
+  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
+  line[n] = '\0';
+  close(fds[0]);
+  assert_int_equal(sscanf(line, "PORT %d", &s->api_port), 1);
+  snprintf(kubeconfig, len, "%s/kubeconfig", s->env.dir);
+  FILE *f = fopen(kubeconfig, "w");
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+          "http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
+          "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+          s->api_port, TOKEN);
+  fclose(f);
+}
+
+/* One request to the fake API server through curl(1)-free C: the test's
+ * own tiny HTTP client is the project's k8s client. */
+static long api(struct setup *s, const char *method, const char *path, const char *body, char *out,
+                size_t len) {
+  char server[64];
+  snprintf(server, sizeof(server), "http://127.0.0.1:%d", s->api_port);
+  struct vg_k8s_config kc = {.server = server, .token = (char *)TOKEN};
+  struct vg_err err;
+  struct vg_k8s_client *c = vg_k8s_client_new(&kc, &err);
+  assert_non_null(c);
+  struct vg_k8s_response r;
+  if (vg_k8s_request(c, method, path, "application/json", body, &r, &err) != 0)
+    fail_msg("%s %s: %s", method, path, err.msg);
+  long status = r.status;
+  if (out != NULL) snprintf(out, len, "%s", r.body != NULL ? r.body : "");
+  vg_k8s_response_free(&r);
+  vg_k8s_client_free(c);
+  return status;
+}
+
+static void test_node_agent_end_to_end(void **state) {
+  struct setup *s = *state;
+  char kubeconfig[500], prs[500], body[1 << 16];
+  start_api(s, kubeconfig, sizeof(kubeconfig));
+  assert_true(api(s, "POST", "/_test/nodes", "{\"metadata\":{\"name\":\"node1\"}}", NULL, 0) < 300);
+  assert_true(api(s, "POST", "/_test/pods",
+                  "{\"metadata\":{\"name\":\"p1\",\"namespace\":\"default\"},\"spec\":{"
+                  "\"nodeName\":\"node1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+                  "\"limits\":{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3000\","
+                  "\"nvidia.com/gpucores\":\"30\"}}}]}}",
+                  NULL, 0) < 300);
+  snprintf(s->pr_socket, sizeof(s->pr_socket), "%s/pod-resources.sock", s->env.dir);
+  start_fake(s, false);
+  snprintf(prs, sizeof(prs), "%s", s->pr_socket);
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                  "--config",
+                  EXAMPLE("vgpu"),
+                  "--plugin-dir",
+                  s->plugin_dir,
+                  "--state-dir",
+                  s->state_dir,
+                  "--library",
+                  "/opt/vgpu/libvgpu.so",
+                  "--kubeconfig",
+                  kubeconfig,
+                  "--node-name",
+                  "node1",
+                  "--podresources-socket",
+                  prs,
+                  NULL};
+  s->plugin = vg_spawn(&s->env, argv);
+  registered(s, 1, "nvidia.com/vgpu");
+  const char *r = fake(s, "devices 1 5");
+  char u0[128], u1[128];
+  two_uuids(r, u0, u1, sizeof(u0));
+
+  /* Allocate: limits pending; the kubelet records the IDs; the binder binds. */
+  r = fake(s, "allocate %s::7", u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  static char alloc[1 << 16];
+  snprintf(alloc, sizeof(alloc), "%s", r);
+  assert_non_null(strstr(fake(s, "assign default p1 c nvidia.com/vgpu %s::7", u1), "\"ok\": true"));
+  struct region_view v;
+  region_from(alloc, &v);
+  for (int i = 0; i < 100 && v.pending; i++) {
+    usleep(50000);
+    region_from(alloc, &v);
+  }
+  if (v.pending) {
+    static char log[1 << 16];
+    plugin_log(s, log, sizeof(log));
+    fail_msg("limits never bound; plugin log:\n%s", log);
+  }
+  assert_string_equal(v.uuid[0], u1);
+  assert_int_equal(v.limit[0], 3000ULL << 20);
+
+  /* The inventory reaches the Node. */
+  bool published = false;
+  for (int i = 0; i < 100 && !published; i++) {
+    api(s, "GET", "/api/v1/nodes/node1", NULL, body, sizeof(body));
+    published = strstr(body, "vgpu.io/gpu-inventory") != NULL;
+    if (!published) usleep(50000);
+  }
+  assert_true(published);
+  assert_non_null(strstr(body, u1));
+
+  /* XID 79 on GPU 1: Unhealthy for the kubelet and in the inventory. */
+  char *fault[] = {
+      (char *)vg_build_path("bin/vgpu-sim"), "fault", "--device", "1", "--xid", "79", NULL};
+  struct vg_run run;
+  assert_int_equal(vg_run(&s->env, fault, &run), 0);
+  r = fake(s, "devices 2 10");
+  assert_non_null(strstr(r, "Unhealthy"));
+  bool marked = false;
+  for (int i = 0; i < 100 && !marked; i++) {
+    api(s, "GET", "/api/v1/nodes/node1", NULL, body, sizeof(body));
+    marked = strstr(body, "Unhealthy") != NULL;
+    if (!marked) usleep(50000);
+  }
+  assert_true(marked);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
@@ -707,6 +856,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_example_cce, setup, teardown),
       cmocka_unit_test_setup_teardown(test_example_mixed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_node_agent_end_to_end, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

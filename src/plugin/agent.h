@@ -1,0 +1,35 @@
+/*
+ * agent.h -- the node agent's services around the device plugin.
+ *
+ * The gRPC side (plugin.c, registration.c) answers the kubelet; these run
+ * beside it: the Kubernetes client, the binder that writes each pod's
+ * limits into its region file after Allocate (docs/allocation.md), the GPU
+ * health checker (Unhealthy devices are resent in ListAndWatch), and the
+ * Node inventory annotation the scheduler reads (docs/inventory.md). Each
+ * degrades on its own: without the API server, the plugin still serves and
+ * containers whose limits cannot be bound fail closed in libvgpu.
+ */
+#ifndef VG_PLUGIN_AGENT_H
+#define VG_PLUGIN_AGENT_H
+
+#include "config.h"
+#include "devices.h"
+#include "plugin.h"
+
+struct vg_agent_opts {
+  const char *node_name;           /* NULL: $NODE_NAME */
+  const char *kubeconfig;          /* NULL: $KUBECONFIG, else in-cluster */
+  const char *podresources_socket; /* NULL: the kubelet's default */
+  const char *state_dir;           /* NULL: the config's stateDir (--state-dir overrides it) */
+};
+
+struct vg_agent;
+
+/* Starts what it can and logs what it cannot; never fails the plugin. gpus
+ * is copied. */
+struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin_config *cfg,
+                                const struct vg_gpu *gpus, unsigned ngpus,
+                                const struct vg_agent_opts *opts);
+void vg_agent_stop(struct vg_agent *agent);
+
+#endif
