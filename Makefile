@@ -6,10 +6,11 @@
 #   make demo      the main job on the simulated GPU
 #   make bench     hook overhead benchmark (bench/)
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
+#   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate fuzz format clean
 
 all: build
 
@@ -50,6 +51,9 @@ bench-callgrind: build
 
 bench-sm: build
 	@bash bench/sm-accuracy.sh
+
+bench-allocate: build
+	@/usr/bin/python3 bench/allocate_latency.py
 
 format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i

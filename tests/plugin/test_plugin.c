@@ -841,6 +841,85 @@ static void test_node_agent_end_to_end(void **state) {
   assert_true(marked);
 }
 
+/* Issue 4's concurrency check through the whole plugin: 50 pods land on the
+ * node at once; the kubelet allocates them in one random order and reports
+ * their IDs in another; every container must get its own pod's limits. */
+static void test_fifty_pods(void **state) {
+  enum { PODS = 50 };
+  struct setup *s = *state;
+  char kubeconfig[500], prs[500];
+  start_api(s, kubeconfig, sizeof(kubeconfig));
+  assert_true(api(s, "POST", "/_test/nodes", "{\"metadata\":{\"name\":\"node1\"}}", NULL, 0) < 300);
+  for (int i = 0; i < PODS; i++) {
+    char pod[512];
+    snprintf(pod, sizeof(pod),
+             "{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"default\"},\"spec\":{"
+             "\"nodeName\":\"node1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+             "\"limits\":{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"%d\"}}}]}}",
+             i, 100 + i);
+    assert_true(api(s, "POST", "/_test/pods", pod, NULL, 0) < 300);
+  }
+  snprintf(s->pr_socket, sizeof(s->pr_socket), "%s/pod-resources.sock", s->env.dir);
+  start_fake(s, false);
+  snprintf(prs, sizeof(prs), "%s", s->pr_socket);
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                  "--config",
+                  EXAMPLE("vgpu"),
+                  "--plugin-dir",
+                  s->plugin_dir,
+                  "--state-dir",
+                  s->state_dir,
+                  "--library",
+                  "/opt/vgpu/libvgpu.so",
+                  "--kubeconfig",
+                  kubeconfig,
+                  "--node-name",
+                  "node1",
+                  "--podresources-socket",
+                  prs,
+                  "--slots",
+                  "25",
+                  NULL};
+  s->plugin = vg_spawn(&s->env, argv);
+  registered(s, 1, "nvidia.com/vgpu");
+  const char *r = fake(s, "devices 1 5");
+  char u[2][128];
+  two_uuids(r, u[0], u[1], sizeof(u[0]));
+  int order[PODS], reveal[PODS];
+  for (int i = 0; i < PODS; i++) order[i] = reveal[i] = i;
+  srand(4242);
+  for (int i = PODS - 1; i > 0; i--) {
+    int j = rand() % (i + 1), k = rand() % (i + 1), t = order[i];
+    order[i] = order[j], order[j] = t;
+    t = reveal[i], reveal[i] = reveal[k], reveal[k] = t;
+  }
+  /* pod i gets slot i/2 of GPU i%2 */
+  static char allocs[PODS][2048];
+  for (int n = 0; n < PODS; n++) {
+    int i = order[n];
+    r = fake(s, "allocate %s::%d", u[i % 2], i / 2);
+    assert_non_null(strstr(r, "\"ok\": true"));
+    snprintf(allocs[i], sizeof(allocs[i]), "%s", r);
+  }
+  for (int n = 0; n < PODS; n++) {
+    int i = reveal[n];
+    r = fake(s, "assign default p%d c nvidia.com/vgpu %s::%d", i, u[i % 2], i / 2);
+    assert_non_null(strstr(r, "\"ok\": true"));
+  }
+  for (int i = 0; i < PODS; i++) {
+    struct region_view v;
+    region_from(allocs[i], &v);
+    for (int t = 0; t < 200 && v.pending; t++) {
+      usleep(25000);
+      region_from(allocs[i], &v);
+    }
+    if (v.pending) fail_msg("pod p%d never bound", i);
+    assert_int_equal(v.ndev, 1);
+    assert_string_equal(v.uuid[0], u[i % 2]);
+    assert_int_equal(v.limit[0], (uint64_t)(100 + i) << 20);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
@@ -857,6 +936,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_example_mixed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
       cmocka_unit_test_setup_teardown(test_node_agent_end_to_end, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fifty_pods, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
