@@ -39,6 +39,16 @@ static inline int run_probe(const struct vg_env *env, struct vg_run *run, const 
   return vg_run(env, argv, run);
 }
 
+/* Starts build/tests/probe with up to 6 arguments (NULL-terminated) in the
+ * background; its output is read with vg_spawn_output. */
+static inline pid_t spawn_probe(const struct vg_env *env, const char *a, const char *b,
+                                const char *c, const char *d, const char *e, const char *f) {
+  char probe[512];
+  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
+  char *argv[] = {probe, (char *)a, (char *)b, (char *)c, (char *)d, (char *)e, (char *)f, NULL};
+  return vg_spawn(env, argv);
+}
+
 /* Reads device 0's mem_used (and mem_limit) from `vgpu status --json`. */
 static inline unsigned long long region_used(const struct vg_env *env, unsigned long long *limit) {
   struct vg_run st;

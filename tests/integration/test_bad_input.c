@@ -137,10 +137,7 @@ static void test_huge_request_keeps_accounting(void **s) {
   (void)s;
   struct vg_env env;
   env_preloaded(&env);
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "hold", "100m", "30", NULL};
-  pid_t holder = vg_spawn(&env, argv);
+  pid_t holder = spawn_probe(&env, "hold", "100m", "30", NULL, NULL, NULL);
   wait_used(&env, 100 * MiB);
   run_probe(&env, &run, "alloc", "mem", "18446744073709551615", "1", NULL);
   assert_int_equal(json_num(run.out, "allocated"), 0);

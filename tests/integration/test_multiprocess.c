@@ -17,11 +17,8 @@ static void test_race_never_exceeds(void **s) {
   struct vg_env env;
   env_preloaded(&env);
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "400m");
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "alloc", "mem", "2m", "1000", "2", NULL};
   pid_t pids[N];
-  for (int i = 0; i < N; i++) pids[i] = vg_spawn(&env, argv);
+  for (int i = 0; i < N; i++) pids[i] = spawn_probe(&env, "alloc", "mem", "2m", "1000", "2", NULL);
   for (int i = 0; i < N; i++) assert_int_equal(vg_wait(pids[i]), 0);
   unsigned long long total = 0;
   for (int i = 0; i < N; i++) {
@@ -39,10 +36,7 @@ static void test_sigkill_returns_memory(void **s) {
   struct vg_env env;
   env_preloaded(&env);
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "200m");
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "hold", "150m", "60", NULL};
-  pid_t pid = vg_spawn(&env, argv);
+  pid_t pid = spawn_probe(&env, "hold", "150m", "60", NULL, NULL, NULL);
   wait_used(&env, 150 * MiB);
   kill(pid, SIGKILL);
   assert_int_equal(vg_wait(pid), 128 + SIGKILL);
@@ -56,10 +50,7 @@ static void test_new_limit_without_new_file(void **s) {
   struct vg_env env;
   env_preloaded(&env);
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_0", "200m");
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "alloc", "mem", "10m", "1000", "30", NULL};
-  pid_t first = vg_spawn(&env, argv);
+  pid_t first = spawn_probe(&env, "alloc", "mem", "10m", "1000", "30", NULL);
   wait_used(&env, 200 * MiB);
   /* Seed 000 without the rename: same region file, a larger limit. */
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_0", "300m");
@@ -76,10 +67,7 @@ static void test_lower_limit_below_use_refused(void **s) {
   struct vg_env env;
   env_preloaded(&env);
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "200m");
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "hold", "150m", "30", NULL};
-  pid_t first = vg_spawn(&env, argv);
+  pid_t first = spawn_probe(&env, "hold", "150m", "30", NULL, NULL, NULL);
   wait_used(&env, 150 * MiB);
   vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "100m");
   run_probe(&env, &run, "alloc", "mem", "10m", "1000", NULL);
@@ -108,10 +96,8 @@ static void test_neighbours_never_hit_driver_oom(void **s) {
   char cache_b[400];
   snprintf(cache_b, sizeof(cache_b), "%s/region-b.cache", a.dir);
   vg_env_set(&b, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache_b);
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "alloc", "mem", "4m", "1000", "2", NULL};
-  pid_t pa = vg_spawn(&a, argv), pb = vg_spawn(&b, argv);
+  pid_t pa = spawn_probe(&a, "alloc", "mem", "4m", "1000", "2", NULL);
+  pid_t pb = spawn_probe(&b, "alloc", "mem", "4m", "1000", "2", NULL);
   assert_int_equal(vg_wait(pa), 0);
   assert_int_equal(vg_wait(pb), 0);
   char out[4096];
@@ -140,10 +126,7 @@ static void test_waits_for_pending_limits(void **s) {
   vg_env_set(&env, "VGPU_LIMITS_TIMEOUT", "10");
   struct vg_shm shm;
   mark_pending(&env, &shm);
-  char probe[512];
-  snprintf(probe, sizeof(probe), "%s", vg_build_path("tests/probe"));
-  char *argv[] = {probe, "alloc", "mem", "10m", "1000", NULL};
-  pid_t p = vg_spawn(&env, argv);
+  pid_t p = spawn_probe(&env, "alloc", "mem", "10m", "1000", NULL, NULL);
   usleep(500000);
   /* the agent binds the pod: 100 MiB on the simulated GPU 0 */
   struct vg_err err;
