@@ -5,9 +5,11 @@
  * Strings follow NVML's rule: a buffer too small for the whole string is
  * NVML_ERROR_INSUFFICIENT_SIZE, never a truncated answer. PCI bus ids are
  * "00000000:<0x10+i>:00.0"; lookups by bus id compare the numbers, so
- * "0000:10:00.0" finds the same device.
+ * "0000:10:00.0" finds the same device. GPU i is on NUMA node
+ * i % VGPU_SIM_NUMA_NODES (default 1 node: all on node 0).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvml_internal.h"
@@ -113,6 +115,27 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
 
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
   return nvmlDeviceGetIndex(device, minorNumber);
+}
+
+/* Not in nvml_abi.h (the device plugin looks it up with dlsym); exported
+ * like the rest of the driver's API (sim_api.h). */
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device,
+                                                                            unsigned int *node);
+
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node) {
+  unsigned i;
+  nvmlReturn_t rc = nvmlDeviceGetIndex(device, &i);
+  if (rc != NVML_SUCCESS) return rc;
+  if (node == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned long nodes = 1;
+  const char *v = getenv("VGPU_SIM_NUMA_NODES");
+  if (v != NULL && *v != '\0') {
+    char *end;
+    nodes = strtoul(v, &end, 10);
+    if (*end != '\0' || nodes < 1 || nodes > 64) nodes = 1; /* invalid: one node */
+  }
+  *node = (unsigned)(i % nodes);
+  return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {

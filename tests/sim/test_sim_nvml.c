@@ -1,6 +1,6 @@
 /*
  * test_sim_nvml.c -- the simulated NVML: init refcount, enumeration,
- * identity, memory (v1/v2), process lists and utilisation.
+ * identity, NUMA nodes, memory (v1/v2), process lists and utilisation.
  */
 #include <string.h>
 #include <time.h>
@@ -85,6 +85,39 @@ static void test_identity(void **state) {
   /* NVML ignores CUDA_VISIBLE_DEVICES */
   const char *env[] = {"VGPU_SIM_DEVICES=2", "CUDA_VISIBLE_DEVICES=1", NULL};
   sim_run(identity, env);
+}
+
+/* Not in nvml_abi.h (the device plugin finds it with dlsym). */
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node);
+
+/* GPU i is on node i % VGPU_SIM_NUMA_NODES; expect[i] for 3 GPUs. */
+static unsigned g_numa_expect[3];
+static void numa(void) {
+  NV_OK(nvmlInit_v2());
+  for (unsigned i = 0; i < 3; i++) {
+    nvmlDevice_t d;
+    NV_OK(nvmlDeviceGetHandleByIndex_v2(i, &d));
+    unsigned node = 99;
+    NV_OK(nvmlDeviceGetNumaNodeId(d, &node));
+    CHECK(node == g_numa_expect[i]);
+    CHECK_NV(nvmlDeviceGetNumaNodeId(d, NULL), NVML_ERROR_INVALID_ARGUMENT);
+  }
+  unsigned node;
+  CHECK_NV(nvmlDeviceGetNumaNodeId(NULL, &node), NVML_ERROR_INVALID_ARGUMENT);
+  NV_OK(nvmlShutdown());
+}
+
+static void test_numa(void **state) {
+  (void)state;
+  const char *one[] = {"VGPU_SIM_DEVICES=3", NULL};
+  memset(g_numa_expect, 0, sizeof(g_numa_expect));
+  sim_run(numa, one);
+  const char *two[] = {"VGPU_SIM_DEVICES=3", "VGPU_SIM_NUMA_NODES=2", NULL};
+  g_numa_expect[1] = 1;
+  sim_run(numa, two);
+  const char *bad[] = {"VGPU_SIM_DEVICES=3", "VGPU_SIM_NUMA_NODES=zero", NULL};
+  g_numa_expect[1] = 0;
+  sim_run(numa, bad);
 }
 
 static void memory(void) {
@@ -200,9 +233,8 @@ static void test_utilisation(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_init_refcount),
-      cmocka_unit_test(test_identity),
-      cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_init_refcount), cmocka_unit_test(test_identity),
+      cmocka_unit_test(test_numa),          cmocka_unit_test(test_memory),
       cmocka_unit_test(test_utilisation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
