@@ -7,6 +7,9 @@
 
 #include "nvml_abi.h"
 
+/* Not in every driver (nor in nvml_abi.h): looked up with dlsym. */
+typedef nvmlReturn_t (*numa_node_fn)(nvmlDevice_t device, unsigned int *node);
+
 int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err_len) {
   *count = 0;
   void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -25,6 +28,7 @@ int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err
       (__typeof__(get_mem))dlsym(lib, "nvmlDeviceGetMemoryInfo");
   __typeof__(nvmlDeviceGetMinorNumber) *get_minor =
       (__typeof__(get_minor))dlsym(lib, "nvmlDeviceGetMinorNumber");
+  numa_node_fn get_numa = (numa_node_fn)dlsym(lib, "nvmlDeviceGetNumaNodeId");
   if (!init || !get_count || !handle || !get_uuid || !get_name || !get_mem) {
     snprintf(err, err_len, "libnvidia-ml.so.1 lacks a needed NVML function");
     dlclose(lib);
@@ -57,6 +61,9 @@ int vg_gpus_discover(struct vg_gpu *gpus, unsigned *count, char *err, size_t err
     if (get_mem(dev, &mem) == NVML_SUCCESS) g->memory = mem.total;
     unsigned minor = 0;
     if (get_minor != NULL && get_minor(dev, &minor) == NVML_SUCCESS) g->minor = (int)minor;
+    unsigned node = 0;
+    if (get_numa != NULL && get_numa(dev, &node) == NVML_SUCCESS && node < 1024)
+      g->numa_node = (int)node;
     g->healthy = true;
     (*count)++;
   }

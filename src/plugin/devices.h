@@ -16,7 +16,7 @@ struct vg_gpu {
   char uuid[96];
   char name[96];
   uint64_t memory; /* bytes */
-  int numa_node;   /* -1 when unknown */
+  int numa_node;   /* nvmlDeviceGetNumaNodeId; -1 when the driver lacks it or fails */
   int minor;       /* /dev/nvidia<minor>; -1 when NVML does not say */
   bool healthy;
 };
