@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- arena ---- */
 
@@ -107,6 +108,14 @@ struct unary_call {
   int cancelled;
 };
 
+/* A unary call waiting for a worker. */
+struct job {
+  size_t method;
+  grpc_call *call;
+  grpc_byte_buffer *payload;
+  struct job *next;
+};
+
 struct stream {
   struct tag send_tag;
   struct tag close_tag;
@@ -131,7 +140,27 @@ struct vg_rpc_server {
   struct stream *streams;
   bool shutting_down, shutdown_done;
   struct tag shutdown_tag;
+  /* Unary handlers run on workers; the CQ thread only queues them. */
+  pthread_t *workers;
+  int nworkers;
+  pthread_mutex_t qlock; /* jobs, workers_stop */
+  pthread_cond_t qcond;
+  struct job *jobs, **jobs_tail;
+  bool workers_stop;
 };
+
+/* Workers per server: one per CPU, at least 4 (handlers also wait on the
+ * file system), at most 16. */
+static int worker_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 4 ? 4 : n > 16 ? 16 : (int)n;
+}
+
+static void job_drop(struct job *j) {
+  if (j->payload != NULL) grpc_byte_buffer_destroy(j->payload);
+  grpc_call_unref(j->call); /* cancels a call not answered yet */
+  free(j);
+}
 
 static void arm(struct vg_rpc_server *s, struct request_slot *slot) {
   slot->call = NULL;
@@ -255,14 +284,33 @@ static void handle_request(struct vg_rpc_server *s, struct request_slot *slot, b
   }
   const struct vg_rpc_method *m = &s->methods[slot->method];
   grpc_call *call = slot->call;
-  ProtobufCMessage *req = unpack(m->request, slot->payload);
-  if (slot->payload != NULL) grpc_byte_buffer_destroy(slot->payload);
+  grpc_byte_buffer *payload = slot->payload;
+  size_t method = slot->method;
   grpc_metadata_array_destroy(&slot->md);
   pthread_mutex_lock(&s->lock);
   bool rearm = !s->shutting_down;
   pthread_mutex_unlock(&s->lock);
   if (rearm) arm(s, slot);
 
+  if (m->unary != NULL) { /* to a worker */
+    struct job *j = calloc(1, sizeof(*j));
+    if (j == NULL) abort();
+    j->method = method;
+    j->call = call;
+    j->payload = payload;
+    pthread_mutex_lock(&s->qlock);
+    bool stopped = s->workers_stop;
+    if (!stopped) {
+      *s->jobs_tail = j;
+      s->jobs_tail = &j->next;
+      pthread_cond_signal(&s->qcond);
+    }
+    pthread_mutex_unlock(&s->qlock);
+    if (stopped) job_drop(j);
+    return;
+  }
+  ProtobufCMessage *req = unpack(m->request, payload);
+  if (payload != NULL) grpc_byte_buffer_destroy(payload);
   if (req == NULL) {
     char detail[256];
     snprintf(detail, sizeof(detail), "%s: the request is not a valid %s message", m->path,
@@ -270,9 +318,22 @@ static void handle_request(struct vg_rpc_server *s, struct request_slot *slot, b
     finish_unary(s, call, GRPC_STATUS_INVALID_ARGUMENT, detail, NULL);
     return;
   }
-  if (m->snapshot != NULL) {
-    protobuf_c_message_free_unpacked(req, NULL);
-    start_stream(s, slot->method, call);
+  protobuf_c_message_free_unpacked(req, NULL);
+  start_stream(s, method, call);
+}
+
+/* On a worker: decode, run the handler, start sending the answer. */
+static void run_unary(struct vg_rpc_server *s, struct job *j) {
+  const struct vg_rpc_method *m = &s->methods[j->method];
+  grpc_call *call = j->call;
+  ProtobufCMessage *req = unpack(m->request, j->payload);
+  if (j->payload != NULL) grpc_byte_buffer_destroy(j->payload);
+  free(j);
+  if (req == NULL) {
+    char detail[256];
+    snprintf(detail, sizeof(detail), "%s: the request is not a valid %s message", m->path,
+             m->request->name);
+    finish_unary(s, call, GRPC_STATUS_INVALID_ARGUMENT, detail, NULL);
     return;
   }
   struct vg_arena *arena = vg_arena_new();
@@ -287,6 +348,23 @@ static void handle_request(struct vg_rpc_server *s, struct request_slot *slot, b
     snprintf(detail, sizeof(detail), "%s: no response", m->path);
   }
   finish_unary(s, call, st, detail, bb);
+}
+
+static void *worker_thread(void *arg) {
+  struct vg_rpc_server *s = arg;
+  pthread_mutex_lock(&s->qlock);
+  for (;;) {
+    while (!s->workers_stop && s->jobs == NULL) pthread_cond_wait(&s->qcond, &s->qlock);
+    if (s->workers_stop) break; /* what is left is dropped by vg_rpc_server_stop */
+    struct job *j = s->jobs;
+    s->jobs = j->next;
+    if (s->jobs == NULL) s->jobs_tail = &s->jobs;
+    pthread_mutex_unlock(&s->qlock);
+    run_unary(s, j);
+    pthread_mutex_lock(&s->qlock);
+  }
+  pthread_mutex_unlock(&s->qlock);
+  return NULL;
 }
 
 static void *cq_thread(void *arg) {
@@ -346,6 +424,9 @@ struct vg_rpc_server *vg_rpc_server_start(const char *socket_path,
   s->shutdown_tag.kind = TAG_SHUTDOWN;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
+  pthread_mutex_init(&s->qlock, NULL);
+  pthread_cond_init(&s->qcond, NULL);
+  s->jobs_tail = &s->jobs;
   s->slots = calloc(n, sizeof(*s->slots));
   if (s->slots == NULL) abort();
   s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -373,11 +454,18 @@ struct vg_rpc_server *vg_rpc_server_start(const char *socket_path,
     free(s->slots);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->qlock);
+    pthread_cond_destroy(&s->qcond);
     free(s);
     grpc_shutdown();
     return NULL;
   }
   grpc_server_start(s->server);
+  s->nworkers = worker_count();
+  s->workers = calloc((size_t)s->nworkers, sizeof(*s->workers));
+  if (s->workers == NULL) abort();
+  for (int i = 0; i < s->nworkers; i++)
+    if (pthread_create(&s->workers[i], NULL, worker_thread, s) != 0) abort();
   for (size_t i = 0; i < n; i++) arm(s, &s->slots[i]);
   if (pthread_create(&s->thread, NULL, cq_thread, s) != 0) abort();
   return s;
@@ -408,6 +496,19 @@ void vg_rpc_server_stop(struct vg_rpc_server *s) {
   pthread_mutex_unlock(&s->lock);
   grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
   grpc_server_cancel_all_calls(s->server);
+  /* No handler runs once the workers are joined; calls still queued are
+   * cancelled (their answers would go to a client that is being cut off). */
+  pthread_mutex_lock(&s->qlock);
+  s->workers_stop = true;
+  pthread_cond_broadcast(&s->qcond);
+  pthread_mutex_unlock(&s->qlock);
+  for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+  while (s->jobs != NULL) {
+    struct job *j = s->jobs;
+    s->jobs = j->next;
+    job_drop(j);
+  }
+  s->jobs_tail = &s->jobs;
   pthread_mutex_lock(&s->lock);
   while (!s->shutdown_done) pthread_cond_wait(&s->cond, &s->lock);
   pthread_mutex_unlock(&s->lock);
@@ -423,8 +524,11 @@ void vg_rpc_server_stop(struct vg_rpc_server *s) {
     free(st);
   }
   free(s->slots);
+  free(s->workers);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->qlock);
+  pthread_cond_destroy(&s->qcond);
   free(s);
   grpc_shutdown();
 }

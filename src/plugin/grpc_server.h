@@ -4,10 +4,14 @@
  * Serves registered methods on a unix socket. One thread drains the server's
  * completion queue, so calls are answered even while another thread of the
  * program blocks in a client call (the kubelet calls GetDevicePluginOptions
- * back from inside our Register). Unary handlers get the unpacked request and
- * build the response from an arena that the server frees once it is sent.
+ * back from inside our Register). That thread only dispatches: unary calls go
+ * to a pool of worker threads (one per CPU, 4 to 16), so several run at once
+ * and handlers must be thread-safe. Unary handlers get the unpacked request
+ * and build the response from an arena that the server frees once it is sent.
  * Server-streaming methods send a snapshot when the call starts and again
- * after every vg_rpc_server_notify(), until the client goes away.
+ * after every vg_rpc_server_notify(), until the client goes away; a stream
+ * has at most one send in flight (later notifications fold into one more
+ * snapshot) and snapshots are taken under the server's lock.
  */
 #ifndef VG_GRPC_SERVER_H
 #define VG_GRPC_SERVER_H
@@ -49,7 +53,8 @@ struct vg_rpc_server *vg_rpc_server_start(const char *socket_path,
 void vg_rpc_server_notify(struct vg_rpc_server *s);
 /* Number of open streams (for logs and tests). */
 int vg_rpc_server_streams(struct vg_rpc_server *s);
-/* Cancels all calls, stops, frees. */
+/* Cancels all calls, waits for running handlers (calls still queued are
+ * cancelled without running), stops, frees. */
 void vg_rpc_server_stop(struct vg_rpc_server *s);
 
 /* One unary client call on a fresh channel to target ("unix:/path"): packs

@@ -148,9 +148,10 @@ static uint64_t ids_for(const struct vg_plugin *p, const struct vg_resource *r,
   return 0;
 }
 
-/* Index of the GPU that device ID id of resource r names, -1 if none.
- * With p->lock held. */
-static int gpu_of(const struct vg_resource *r, const char *id) {
+/* Index in gpus[0..ngpus) of the GPU that device ID id of resource r names,
+ * -1 if none. */
+static int gpu_of(const struct vg_resource *r, const struct vg_gpu *gpus, unsigned ngpus,
+                  const char *id) {
   const struct vg_plugin *p = r->plugin;
   const char *sep = strstr(id, "::");
   if (sep == NULL) return -1;
@@ -159,9 +160,9 @@ static int gpu_of(const struct vg_resource *r, const char *id) {
   unsigned long long n = strtoull(sep + 2, &end, 10);
   if (sep[2] < '0' || sep[2] > '9' || *end != '\0' || errno != 0) return -1;
   size_t ulen = (size_t)(sep - id);
-  for (unsigned i = 0; i < p->ngpus; i++)
-    if (strlen(p->gpus[i].uuid) == ulen && strncmp(p->gpus[i].uuid, id, ulen) == 0) {
-      uint64_t base = 0, count = ids_for(p, r, &p->gpus[i], &base);
+  for (unsigned i = 0; i < ngpus; i++)
+    if (strlen(gpus[i].uuid) == ulen && strncmp(gpus[i].uuid, id, ulen) == 0) {
+      uint64_t base = 0, count = ids_for(p, r, &gpus[i], &base);
       return n >= base && n - base < count ? (int)i : -1;
     }
   return -1;
@@ -260,13 +261,13 @@ static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct
     size_t avail[VG_MAX_GPUS] = {0};
     int *gpu = vg_arena_alloc(a, (cr->n_available_deviceids + 1) * sizeof(int));
     for (size_t i = 0; i < cr->n_available_deviceids; i++) {
-      gpu[i] = gpu_of(res, cr->available_deviceids[i]);
+      gpu[i] = gpu_of(res, p->gpus, p->ngpus, cr->available_deviceids[i]);
       if (gpu[i] >= 0) avail[gpu[i]]++;
     }
     int first = -1;
     for (size_t i = 0; i < cr->n_must_include_deviceids && out->n_deviceids < want; i++) {
       out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, cr->must_include_deviceids[i]);
-      int g = gpu_of(res, cr->must_include_deviceids[i]);
+      int g = gpu_of(res, p->gpus, p->ngpus, cr->must_include_deviceids[i]);
       if (g >= 0) used[g] = true;
       if (first < 0) first = g;
     }
@@ -350,7 +351,10 @@ static int ensure_preload(const struct vg_plugin *p, char *path, size_t path_len
     if (strcmp(have, want) == 0) return 0;
   }
   char tmp[4200];
-  snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+  /* A name of its own per call: concurrent Allocates each rename theirs. */
+  static unsigned long seq;
+  snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%lu", path, (long)getpid(),
+           __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
   f = fopen(tmp, "w");
   if (f == NULL || fputs(want, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
     snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
@@ -399,7 +403,7 @@ static void add_device(const struct vg_plugin *p, struct vg_arena *a,
 
 /* Pre-creates the container's region file: every GPU registered, the limits
  * the IDs decide written, the pending mark as the dialect says. */
-static int prepare_region(const struct vg_plugin *p, const char *path, const unsigned *gpus,
+static int prepare_region(const struct vg_gpu *all, const char *path, const unsigned *gpus,
                           unsigned n, const struct vg_container_limits *lim, bool pending,
                           char *err, size_t len) {
   struct vg_shm shm;
@@ -417,9 +421,9 @@ static int prepare_region(const struct vg_plugin *p, const char *path, const uns
   }
   vg_region_reap_locked(&shm);
   for (unsigned i = 0; i < n && rc == 0; i++) {
-    idx[i] = vg_region_device_locked(&shm, p->gpus[gpus[i]].uuid, p->gpus[gpus[i]].memory);
+    idx[i] = vg_region_device_locked(&shm, all[gpus[i]].uuid, all[gpus[i]].memory);
     if (idx[i] < 0) {
-      snprintf(err, len, "region file %s: no room for GPU %s", path, p->gpus[gpus[i]].uuid);
+      snprintf(err, len, "region file %s: no room for GPU %s", path, all[gpus[i]].uuid);
       rc = -1;
     }
   }
@@ -437,11 +441,15 @@ static int prepare_region(const struct vg_plugin *p, const char *path, const uns
 }
 
 /* One container: everything from the device IDs alone (docs/allocation.md,
- * docs/device-plugin.md). With p->lock held. */
-static grpc_status_code allocate_one(struct vg_resource *res,
-                                     const V1beta1__ContainerAllocateRequest *c, struct vg_arena *a,
-                                     V1beta1__ContainerAllocateResponse **out, char *detail,
-                                     size_t len) {
+ * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
+ * no lock is held, so that Allocates of different pods run side by side.
+ * Two Allocates of the same IDs at once are safe too: mkdir tolerates EEXIST,
+ * each writes ld.so.preload through a temporary file of its own, and the
+ * region file is created and updated under its flock (region.h). */
+static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
+                                     unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
+                                     struct vg_arena *a, V1beta1__ContainerAllocateResponse **out,
+                                     char *detail, size_t len) {
   struct vg_plugin *p = res->plugin;
   if (c->n_devices_ids == 0) {
     snprintf(detail, len, "Allocate: a container request without device IDs");
@@ -449,7 +457,7 @@ static grpc_status_code allocate_one(struct vg_resource *res,
   }
   uint64_t per_gpu[VG_MAX_GPUS] = {0};
   for (size_t i = 0; i < c->n_devices_ids; i++) {
-    int g = gpu_of(res, c->devices_ids[i]);
+    int g = gpu_of(res, gpus, ngpus, c->devices_ids[i]);
     if (g < 0) {
       snprintf(detail, len, "Allocate: unknown device ID \"%s\" (resource %s)", c->devices_ids[i],
                res->name);
@@ -458,14 +466,14 @@ static grpc_status_code allocate_one(struct vg_resource *res,
     per_gpu[g]++;
   }
   unsigned used[VG_MAX_GPUS] = {0}, nused = 0;
-  for (unsigned g = 0; g < p->ngpus; g++)
+  for (unsigned g = 0; g < ngpus; g++)
     if (per_gpu[g] > 0) used[nused++] = g;
 
   /* What the IDs decide, per GPU; requests larger than allowed are refused. */
   struct vg_err e;
   struct vg_container_limits total, lim[VG_MAX_GPUS];
   if (res->dialect == VG_DIALECT_VGPU || res->dialect == VG_DIALECT_TIMESLICING) {
-    if (vg_dialect_container_limits(&p->cfg, res->name, c->n_devices_ids, p->gpus[used[0]].memory,
+    if (vg_dialect_container_limits(&p->cfg, res->name, c->n_devices_ids, gpus[used[0]].memory,
                                     &total, &e) != 0) {
       snprintf(detail, len, "Allocate: %s", e.msg);
       return GRPC_STATUS_INVALID_ARGUMENT;
@@ -477,12 +485,12 @@ static grpc_status_code allocate_one(struct vg_resource *res,
       snprintf(detail, len,
                "Allocate: %s: %llu IDs on GPU %s; each GPU a container requests must be a "
                "different GPU",
-               res->name, (unsigned long long)per_gpu[g], p->gpus[g].uuid);
+               res->name, (unsigned long long)per_gpu[g], gpus[g].uuid);
       return GRPC_STATUS_INVALID_ARGUMENT;
     }
-    if (vg_dialect_container_limits(&p->cfg, res->name, per_gpu[g], p->gpus[g].memory, &lim[i],
-                                    &e) != 0) {
-      snprintf(detail, len, "Allocate: %s (GPU %s)", e.msg, p->gpus[g].uuid);
+    if (vg_dialect_container_limits(&p->cfg, res->name, per_gpu[g], gpus[g].memory, &lim[i], &e) !=
+        0) {
+      snprintf(detail, len, "Allocate: %s (GPU %s)", e.msg, gpus[g].uuid);
       return GRPC_STATUS_INVALID_ARGUMENT;
     }
   }
@@ -498,7 +506,7 @@ static grpc_status_code allocate_one(struct vg_resource *res,
   size_t off = 0;
   for (unsigned i = 0; i < nused; i++)
     off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s", i > 0 ? "," : "",
-                            p->gpus[used[i]].uuid);
+                            gpus[used[i]].uuid);
 
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
@@ -510,12 +518,12 @@ static grpc_status_code allocate_one(struct vg_resource *res,
   add_device(p, a, r, "/dev/nvidia-uvm");
   add_device(p, a, r, "/dev/nvidia-uvm-tools");
   for (unsigned i = 0; i < nused; i++) {
-    if (p->gpus[used[i]].minor < 0) {
-      pdebug(p, "GPU %s: NVML gives no minor number; no device node", p->gpus[used[i]].uuid);
+    if (gpus[used[i]].minor < 0) {
+      pdebug(p, "GPU %s: NVML gives no minor number; no device node", gpus[used[i]].uuid);
       continue;
     }
     char node[64];
-    snprintf(node, sizeof(node), "/dev/nvidia%d", p->gpus[used[i]].minor);
+    snprintf(node, sizeof(node), "/dev/nvidia%d", gpus[used[i]].minor);
     add_device(p, a, r, node);
   }
   if (unlimited) { /* timeSlicing without isolation, as NVIDIA: access only */
@@ -530,7 +538,7 @@ static grpc_status_code allocate_one(struct vg_resource *res,
   snprintf(region, sizeof(region), "%s/region.cache", slot_dir);
   if (mkdir_p(slot_dir, err, sizeof(err)) != 0 ||
       ensure_preload(p, preload, sizeof(preload), err, sizeof(err)) != 0 ||
-      prepare_region(p, region, used, nused, lim, pending, err, sizeof(err)) != 0) {
+      prepare_region(gpus, region, used, nused, lim, pending, err, sizeof(err)) != 0) {
     snprintf(detail, len, "Allocate: %s", err);
     return GRPC_STATUS_INTERNAL;
   }
@@ -548,7 +556,7 @@ static grpc_status_code allocate_one(struct vg_resource *res,
   if (res->dialect == VG_DIALECT_GPUSHARE) {
     char v[32];
     snprintf(v, sizeof(v), "%llu",
-             (unsigned long long)(p->gpus[used[0]].memory / p->cfg.gpushare.unit));
+             (unsigned long long)(gpus[used[0]].memory / p->cfg.gpushare.unit));
     add_env(a, r, "ALIYUN_COM_GPU_MEM_DEV", v);
     snprintf(v, sizeof(v), "%zu", c->n_devices_ids);
     add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
@@ -570,20 +578,27 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
   v1beta1__allocate_response__init(r);
   r->container_responses =
       vg_arena_alloc(a, (rq->n_container_requests + 1) * sizeof(*r->container_responses));
+  /* A copy of the GPU list; the file work below runs without the lock. */
+  struct vg_gpu *gpus = malloc(sizeof(p->gpus));
+  if (gpus == NULL) abort();
   pthread_mutex_lock(&p->lock);
+  unsigned ngpus = p->ngpus;
+  memcpy(gpus, p->gpus, ngpus * sizeof(*gpus));
+  void (*fn)(void *) = p->observer;
+  void *arg = p->observer_arg;
+  pthread_mutex_unlock(&p->lock);
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     V1beta1__ContainerAllocateResponse *one = NULL;
-    grpc_status_code st = allocate_one(res, rq->container_requests[c], a, &one, detail, len);
+    grpc_status_code st =
+        allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
-      pthread_mutex_unlock(&p->lock);
+      free(gpus);
       vg_plog("%s", detail);
       return st;
     }
     r->container_responses[r->n_container_responses++] = one;
   }
-  void (*fn)(void *) = p->observer;
-  void *arg = p->observer_arg;
-  pthread_mutex_unlock(&p->lock);
+  free(gpus);
   if (fn != NULL) fn(arg);
   *resp = &r->base;
   return GRPC_STATUS_OK;
