@@ -150,6 +150,7 @@ class Kubelet:
         self.registrations = []
         self.rejections = []
         self.messages = {}  # resource -> list of snapshots {id: health}
+        self.numa = {}  # resource -> {id: [NUMA node IDs] or None} of the last snapshot
         self.plugins = {}  # resource -> (endpoint, options, channel, stub)
         self.watch_calls = {}  # resource -> ListAndWatch call
         self.last = None  # the resource registered last
@@ -201,7 +202,10 @@ class Kubelet:
         try:
             for resp in call:
                 snap = {d.ID: d.health for d in resp.devices}  # a full snapshot each time
+                numa = {d.ID: [n.ID for n in d.topology.nodes] if d.HasField("topology") else None
+                        for d in resp.devices}
                 with self.cond:
+                    self.numa[name] = numa
                     self.messages.setdefault(name, []).append(snap)
                     self.cond.notify_all()
         except self.grpc.RpcError:
@@ -247,6 +251,43 @@ class Kubelet:
     # -- allocation, as at pod admission --
     def snapshots(self, name):
         return self.messages.get(name if name is not None else self.last, [])
+
+    def allocate_parallel(self, repeat, id_lists, name=None):
+        """Allocate for every list in id_lists, repeat times each, all calls released at
+        once from threads of their own (kubelets admit one pod at a time; this is the
+        worst case for the plugin's locking)."""
+        with self.cond:
+            plugin = self.plugins.get(name if name is not None else self.last)
+        if plugin is None:
+            return {"ok": False, "error": "no plugin registered"}
+        stub = plugin[3]
+        jobs = [ids for ids in id_lists for _ in range(repeat)]
+        barrier = threading.Barrier(len(jobs))
+        results = [None] * len(jobs)
+
+        def one(i):
+            req = self.pb.AllocateRequest(container_requests=[
+                self.pb.ContainerAllocateRequest(devices_ids=jobs[i])])
+            barrier.wait()
+            try:
+                c = stub.Allocate(req, timeout=20).container_responses[0]
+                results[i] = {"ok": True, "slot": [m.host_path for m in c.mounts
+                                                   if m.container_path == "/usr/local/vgpu"]}
+            except self.grpc.RpcError as e:
+                results[i] = {"ok": False, "code": e.code().name, "details": e.details()}
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(jobs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        failed = [r for r in results if not r["ok"]]
+        slots = {}
+        for ids, r in zip(jobs, results):
+            if r["ok"]:
+                slots.setdefault(",".join(ids), set()).update(r["slot"])
+        return {"ok": not failed, "calls": len(jobs), "failed": failed,
+                "slots": {k: sorted(v) for k, v in slots.items()}}
 
     def allocate(self, ids, name=None):
         with self.cond:
@@ -327,6 +368,13 @@ def main():
                 snap = snaps[-1] if snaps else {}
                 emit({"ok": ok, "messages": len(snaps), "devices": snap,
                       "healthy": sum(1 for h in snap.values() if h == "Healthy")})
+        elif cmd == "topology":  # NUMA nodes per device ID in the last snapshot
+            name = words[1] if len(words) > 1 else None
+            with k.cond:
+                numa = k.numa.get(name if name is not None else k.last, {})
+                emit({"ok": bool(numa), "numa": numa})
+        elif cmd == "allocate_parallel":  # allocate_parallel REPEAT IDS[,IDS...] ...
+            emit(k.allocate_parallel(int(words[1]), [w.split(",") for w in words[2:]]))
         elif cmd == "allocate":
             emit(k.allocate(words[1].split(",") if len(words) > 1 else [],
                             words[2] if len(words) > 2 else None))

@@ -920,6 +920,71 @@ static void test_fifty_pods(void **state) {
   }
 }
 
+/* ListAndWatch carries each GPU's NUMA node (nvmlDeviceGetNumaNodeId):
+ * with two simulated nodes, GPU 1 is on node 1. */
+static void test_numa_topology(void **state) {
+  struct setup *s = *state;
+  vg_env_set(&s->env, "VGPU_SIM_NUMA_NODES", "2");
+  start_fake(s, false);
+  start_plugin(s, NULL, NULL);
+  registered(s, 1, "nvidia.com/gpu");
+  const char *r = fake(s, "devices 1 5");
+  assert_non_null(strstr(r, "\"ok\": true"));
+  r = fake(s, "topology");
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_int_equal(count(r, "::"), 2 * SLOTS);
+  for (int i = 0; i < SLOTS; i++) {
+    char want[200];
+    snprintf(want, sizeof(want), "\"GPU-5a1a0000-0000-4000-8000-000000000000::%d\": [0]", i);
+    assert_non_null(strstr(r, want));
+    snprintf(want, sizeof(want), "\"GPU-5a1a0000-0000-4000-8000-000000000001::%d\": [1]", i);
+    assert_non_null(strstr(r, want));
+  }
+}
+
+/* Allocates run on several threads: the same IDs allocated many times at
+ * once (and other IDs beside them) all succeed, name one slot directory per
+ * ID set, and leave a consistent region file. */
+static void test_concurrent_allocate(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin(s, NULL, NULL);
+  registered(s, 1, "nvidia.com/gpu");
+  const char *r = fake(s, "devices 1 5");
+  assert_non_null(strstr(r, "\"ok\": true"));
+  char u0[128], u1[128];
+  uuid_from(r, 0, u0, sizeof(u0));
+  uuid_from(r, 1, u1, sizeof(u1));
+  r = fake(s, "allocate_parallel 8 %s::0 %s::0 %s::1,%s::1 %s::2,%s::2", u0, u1, u0, u1, u1, u0);
+  if (strstr(r, "\"ok\": true") == NULL) fail_msg("%s", r);
+  assert_non_null(strstr(r, "\"calls\": 32"));
+  assert_non_null(strstr(r, "\"failed\": []"));
+  /* every ID set got one slot directory, the same for all its calls */
+  assert_int_equal(count(r, "/slots/"), 4);
+  char slots[500];
+  snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
+  assert_int_equal(dir_entries(slots), 4);
+  /* the region file shared by sixteen concurrent calls holds both GPUs once */
+  for (int k = 1; k <= 2; k++) {
+    r = fake(s, "allocate %s::%d,%s::%d", u0, k, u1, k);
+    assert_non_null(strstr(r, "\"ok\": true"));
+    struct region_view v;
+    region_from(r, &v);
+    assert_int_equal(v.ndev, 2);
+    assert_string_not_equal(v.uuid[0], v.uuid[1]);
+  }
+  /* the preload file was written whole */
+  char path[600], buf[200] = "";
+  snprintf(path, sizeof(path), "%s/ld.so.preload", s->state_dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  assert_string_equal(buf, "/usr/local/vgpu/libvgpu.so\n");
+  assert_int_equal(dir_entries(s->state_dir), 2); /* slots and ld.so.preload, no temporaries */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
@@ -937,6 +1002,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
       cmocka_unit_test_setup_teardown(test_node_agent_end_to_end, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fifty_pods, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_numa_topology, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_concurrent_allocate, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
