@@ -1,0 +1,202 @@
+/*
+ * replay_main.c -- vgpu-replay: the FGD paper's placement benchmark on an
+ * Alibaba GPU trace, through the scheduler's own placement code.
+ *
+ *   vgpu-replay --nodes CSV --pods CSV [--policy NAME] [--seeds 42-51] [--json]
+ *
+ * Seeds run in parallel (one thread per core). Prints per-seed results and
+ * the mean curve (arrived % -> unallocated GPU %); with --json the last line
+ * is one JSON object with unallocated_pct_at_100 (mean over seeds) and policy.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace.h"
+
+#define MAX_SEEDS 1000
+#define COVERAGE_PCT 95.0
+
+struct opts {
+  const char *nodes, *pods, *policy;
+  long seed_lo, seed_hi;
+  double tune;
+  int json;
+};
+
+struct job {
+  const struct vg_cluster *cluster;
+  const struct vg_pod *pods;
+  int npods;
+  const struct vg_workload *workload;
+  const struct vg_policy *policy;
+  const struct opts *o;
+  struct vg_replay_result *res;
+  atomic_int next;
+  atomic_int failed;
+  struct vg_err err;
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: vgpu-replay --nodes CSV --pods CSV [--policy NAME] [--seeds A-B] [--tune X] "
+          "[--json]\n  policies:");
+  for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
+  fprintf(f, " (default fgd)\n  seeds default 42-51; tune default 1.3 (x GPU capacity)\n");
+}
+
+static int parse_seeds(const char *s, struct opts *o) {
+  char *end;
+  o->seed_lo = o->seed_hi = strtol(s, &end, 10);
+  if (end == s || o->seed_lo < 0) return -1;
+  if (*end == '-') {
+    const char *hi = end + 1;
+    o->seed_hi = strtol(hi, &end, 10);
+    if (end == hi) return -1;
+  }
+  return (*end == '\0' && o->seed_hi >= o->seed_lo && o->seed_hi - o->seed_lo < MAX_SEEDS) ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o) {
+  *o = (struct opts){NULL, NULL, "fgd", 42, 51, 1.3, 0};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+      continue;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout), exit(0), 0;
+    if (!v) return fprintf(stderr, "vgpu-replay: %s needs a value\n", a), -1;
+    i++;
+    if (strcmp(a, "--nodes") == 0) {
+      o->nodes = v;
+    } else if (strcmp(a, "--pods") == 0) {
+      o->pods = v;
+    } else if (strcmp(a, "--policy") == 0) {
+      o->policy = v;
+    } else if (strcmp(a, "--seeds") == 0) {
+      if (parse_seeds(v, o)) return fprintf(stderr, "vgpu-replay: bad --seeds '%s'\n", v), -1;
+    } else if (strcmp(a, "--tune") == 0) {
+      char *end;
+      o->tune = strtod(v, &end);
+      if (*end || !(o->tune > 0 && o->tune <= 10))
+        return fprintf(stderr, "vgpu-replay: bad --tune '%s' (0 < X <= 10)\n", v), -1;
+    } else {
+      return fprintf(stderr, "vgpu-replay: unknown option '%s'\n", a), -1;
+    }
+  }
+  if (!o->nodes || !o->pods) return fprintf(stderr, "vgpu-replay: --nodes and --pods needed\n"), -1;
+  return 0;
+}
+
+static void *worker(void *arg) {
+  struct job *j = arg;
+  int nseeds = (int)(j->o->seed_hi - j->o->seed_lo + 1);
+  for (int k; (k = atomic_fetch_add(&j->next, 1)) < nseeds;) {
+    struct vg_err err;
+    if (vg_replay_run(j->cluster, j->pods, j->npods, j->workload, j->policy,
+                      (uint64_t)(j->o->seed_lo + k), j->o->tune, &j->res[k], &err)) {
+      if (atomic_fetch_add(&j->failed, 1) == 0) j->err = err;
+    }
+  }
+  return NULL;
+}
+
+static int run_seeds(struct job *j) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int nseeds = (int)(j->o->seed_hi - j->o->seed_lo + 1);
+  int nthreads = (int)(ncpu < 1 ? 1 : ncpu > nseeds ? nseeds : ncpu);
+  pthread_t t[64];
+  if (nthreads > 64) nthreads = 64;
+  for (int i = 0; i < nthreads; i++)
+    if (pthread_create(&t[i], NULL, worker, j) != 0) nthreads = i;
+  if (nthreads == 0) worker(j);
+  for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
+  if (atomic_load(&j->failed)) return fprintf(stderr, "vgpu-replay: %s\n", j->err.msg), -1;
+  return 0;
+}
+
+static double mean_at(const struct vg_replay_result *r, int n, int x) {
+  double sum = 0;
+  for (int k = 0; k < n; k++) sum += r[k].curve[x];
+  return sum / n;
+}
+
+static void report(const struct job *j, double secs) {
+  const struct opts *o = j->o;
+  int n = (int)(o->seed_hi - o->seed_lo + 1);
+  double m = mean_at(j->res, n, 100), var = 0;
+  for (int k = 0; k < n; k++) {
+    const struct vg_replay_result *r = &j->res[k];
+    printf("seed %ld: %d pods, %d placed, %d failed; unallocated GPU at 100%% arrived: %.2f%%\n",
+           o->seed_lo + k, r->pods, r->placed, r->failed, r->unallocated_at_100);
+    var += (r->unallocated_at_100 - m) * (r->unallocated_at_100 - m);
+  }
+  double sd = n > 1 ? sqrt(var / (n - 1)) : 0;
+  printf(
+      "policy %s: unallocated GPU at 100%% arrived: mean %.2f%% (sd %.2f) over %d seeds, %.1f s\n",
+      j->policy->name, m, sd, n, secs);
+  printf("arrived%%  unallocated%%\n");
+  static const int xs[] = {50, 80, 90, 95, 100, 105, 110, 120, 130};
+  for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++)
+    if (!isnan(mean_at(j->res, n, xs[i])))
+      printf("%8d  %12.2f\n", xs[i], mean_at(j->res, n, xs[i]));
+  if (!o->json) return;
+  printf(
+      "{\"policy\":\"%s\",\"seeds\":\"%ld-%ld\",\"tune\":%.3f,\"unallocated_pct_at_100\":%.4f,"
+      "\"sd_at_100\":%.4f,\"seconds\":%.2f,\"curve\":{",
+      j->policy->name, o->seed_lo, o->seed_hi, o->tune, m, sd, secs);
+  const char *sep = "";
+  for (int x = 0; x <= VG_REPLAY_MAX_X; x++)
+    if (!isnan(mean_at(j->res, n, x)))
+      printf("%s\"%d\":%.4f", sep, x, mean_at(j->res, n, x)), sep = ",";
+  printf("}}\n");
+}
+
+static int load(const struct opts *o, struct vg_cluster *c, struct vg_pod **pods, int *npods,
+                struct vg_workload *w) {
+  struct vg_err err;
+  vg_cluster_init(c);
+  if (vg_trace_load_nodes(o->nodes, c, &err) || vg_trace_load_pods(o->pods, c, pods, npods, &err) ||
+      vg_workload_build(w, *pods, *npods, COVERAGE_PCT, &err))
+    return fprintf(stderr, "vgpu-replay: %s\n", err.msg), -1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct opts o;
+  if (parse_args(argc, argv, &o)) return usage(stderr), 2;
+  struct job j;
+  memset(&j, 0, sizeof(j));
+  j.o = &o;
+  j.policy = vg_policy_find(o.policy);
+  if (!j.policy)
+    return fprintf(stderr, "vgpu-replay: unknown policy '%s'\n", o.policy), usage(stderr), 2;
+  struct vg_cluster c;
+  struct vg_pod *pods = NULL;
+  struct vg_workload w = {0};
+  int rc = 1;
+  if (load(&o, &c, &pods, &j.npods, &w) == 0) {
+    j.cluster = &c;
+    j.pods = pods;
+    j.workload = &w;
+    j.res = calloc((size_t)(o.seed_hi - o.seed_lo + 1), sizeof(*j.res));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (j.res && run_seeds(&j) == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      report(&j, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+      rc = 0;
+    }
+    free(j.res);
+  }
+  vg_workload_free(&w);
+  free(pods);
+  vg_cluster_free(&c);
+  return rc;
+}

@@ -1,0 +1,62 @@
+/*
+ * sched.c -- one scheduling decision: filter every node, score the ones that
+ * fit with the policy, take the highest score (ties: lowest node rank, the
+ * artifact's "lexicographically smallest of seeded node names"), and apply it.
+ * Keeps FGD's per-node F_n(M) cached until the node changes.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "vg_sched.h"
+
+int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_policy *policy,
+                  const struct vg_workload *w, struct vg_err *err) {
+  s->cluster = c;
+  s->policy = policy;
+  s->workload = w;
+  s->frag = malloc(((size_t)c->n + 1) * sizeof(*s->frag));
+  if (!s->frag) return vg_err_set(err, "out of memory for %d nodes", c->n);
+  for (int i = 0; i < c->n; i++) s->frag[i] = NAN;
+  return 0;
+}
+
+void vg_sched_free(struct vg_sched *s) {
+  free(s->frag);
+  s->frag = NULL;
+}
+
+double vg_sched_node_frag(struct vg_sched *s, int i) {
+  if (isnan(s->frag[i])) {
+    const struct vg_node *n = &s->cluster->nodes[i];
+    s->frag[i] = s->workload ? vg_frag_node(s->workload, n, n->cpu_free, n->gpu_free) : 0;
+  }
+  return s->frag[i];
+}
+
+int vg_sched_select(struct vg_sched *s, const struct vg_pod *p, struct vg_pick *pick) {
+  int best = -1;
+  double best_score = 0;
+  struct vg_pick cand;
+  for (int i = 0; i < s->cluster->n; i++) {
+    const struct vg_node *n = &s->cluster->nodes[i];
+    if (!vg_fit(n, p)) continue;
+    cand.n = 0;
+    double score = s->policy->score(s, i, p, &cand);
+    if (best < 0 || score > best_score ||
+        (score == best_score && n->rank < s->cluster->nodes[best].rank)) {
+      best = i;
+      best_score = score;
+      *pick = cand;
+    }
+  }
+  return best;
+}
+
+int vg_sched_place(struct vg_sched *s, const struct vg_pod *p) {
+  struct vg_pick pick;
+  int i = vg_sched_select(s, p, &pick);
+  if (i < 0) return -1;
+  vg_node_apply(&s->cluster->nodes[i], p, &pick);
+  s->frag[i] = NAN;
+  return i;
+}

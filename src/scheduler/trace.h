@@ -1,0 +1,52 @@
+/*
+ * trace.h -- the Alibaba GPU cluster trace (cluster-trace-gpu-v2023) as input
+ * to the placement core, and the replay experiment of the FGD paper
+ * (research/fgd-benchmark.md §1): CSV loading, seeded shuffling, workload
+ * tuning and the unallocated-GPU curve.
+ */
+#ifndef VG_TRACE_H
+#define VG_TRACE_H
+
+#include <stdint.h>
+
+#include "vg_sched.h"
+
+/* Nodes CSV: columns sn, cpu_milli, memory_mib, gpu, model (any order,
+ * named by the header). Errors name file:line and the field. */
+int vg_trace_load_nodes(const char *path, struct vg_cluster *c, struct vg_err *err);
+/* Pods CSV: columns cpu_milli, memory_mib, num_gpu, gpu_milli and optional
+ * gpu_spec ('|'-separated models); other columns are ignored. *pods is
+ * malloc'd. GPU models new to c are added to its table. */
+int vg_trace_load_pods(const char *path, struct vg_cluster *c, struct vg_pod **pods, int *npods,
+                       struct vg_err *err);
+
+/* ---- seeded randomness (rng.c): splitmix64 ---- */
+struct vg_rng {
+  uint64_t state;
+};
+void vg_rng_seed(struct vg_rng *r, uint64_t seed);
+uint64_t vg_rng_next(struct vg_rng *r);
+/* Uniform in [0, n). */
+uint32_t vg_rng_below(struct vg_rng *r, uint32_t n);
+/* Fisher-Yates shuffle of n elements of size sz. */
+void vg_rng_shuffle(struct vg_rng *r, void *base, int n, size_t sz);
+
+/* ---- replay (replay.c) ---- */
+#define VG_REPLAY_MAX_X 200 /* curve points: arrived % of GPU capacity, 0..200 */
+
+struct vg_replay_result {
+  double curve[VG_REPLAY_MAX_X + 1]; /* unallocated GPU % at arrived x % (NAN: no event) */
+  double unallocated_at_100;
+  int pods, placed, failed;
+  double final_unallocated; /* after the last pod */
+};
+
+/* One seeded run: shuffle pods, tune the workload to tune x GPU capacity
+ * (clones drawn with replacement, or random removals), place every pod in
+ * order with policy (failures are dropped), record the curve. The cluster c
+ * is not changed (the run works on a copy). */
+int vg_replay_run(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                  const struct vg_workload *w, const struct vg_policy *policy, uint64_t seed,
+                  double tune, struct vg_replay_result *res, struct vg_err *err);
+
+#endif
