@@ -8,10 +8,10 @@ concurrency N runs N client threads that each send Allocate requests for
 distinct device IDs (one slot each, as the kubelet does per container) and
 records every call's latency. Prints p50/p95/p99/max per level, the
 throughput, and the ratio of p50 at each level to p50 with one request in
-flight. Allocate itself takes no lock across pods and calls no API, but the
-plugin answers calls one at a time on its completion-queue thread, so with
-N in flight a call waits behind the others: p50 grows about linearly with N
-at a flat throughput (docs/benchmarks.md has a run).
+flight. Allocate takes no lock across pods and calls no API, and the plugin
+answers calls on a worker pool; on a machine with few cores the calls still
+share the CPUs, so p50 grows with N once they are busy (docs/benchmarks.md
+has runs).
 
 Usage: bench/allocate_latency.py [--build DIR] [--levels 1,8,32,64] [--calls N]
 """

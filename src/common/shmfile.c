@@ -22,8 +22,11 @@ static void write_header(void *base, const struct vg_shm_spec *spec) {
   __atomic_store_n(&h->magic, spec->magic, __ATOMIC_RELEASE);
 }
 
-static int init_body(void *base, const struct vg_shm_spec *spec, struct vg_err *err) {
-  memset(base, 0, spec->size);
+/* zeroed: the body is known to be all zero already (a file fresh from
+ * ftruncate, an anonymous mapping): clearing it again would only fault in
+ * every page -- most of a region's slots are never touched. */
+static int init_body(void *base, const struct vg_shm_spec *spec, bool zeroed, struct vg_err *err) {
+  if (!zeroed) memset(base, 0, spec->size);
   if (spec->init != NULL && spec->init(base, spec->size, spec->init_arg, err) != 0) return -1;
   write_header(base, spec);
   return 0;
@@ -94,7 +97,7 @@ static int map_locked(struct vg_shm *shm, const struct vg_shm_spec *spec, struct
   if (fresh || header_is_blank(base)) {
     shm->created = true;
     if (fresh) fchmod(shm->fd, 0666); /* every user of the container shares it */
-    return init_body(base, spec, err);
+    return init_body(base, spec, fresh, err);
   }
   return check_mapped(base, shm->path, spec, err);
 }
@@ -156,7 +159,7 @@ int vg_shm_open_private(struct vg_shm *shm, const struct vg_shm_spec *spec, stru
   shm->base = base;
   shm->size = spec->size;
   shm->created = true;
-  return init_body(base, spec, err);
+  return init_body(base, spec, true, err);
 }
 
 void vg_shm_close(struct vg_shm *shm) {
