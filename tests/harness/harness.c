@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,4 +186,33 @@ bool vg_json_u64(const char *out, const char *key, unsigned long long *value) {
   char *end;
   *value = strtoull(hit, &end, 10);
   return end != hit;
+}
+
+/* Index of the last argument worth naming in a message (the script). */
+static int argc_last(char *const argv[]) { return argv[1] != NULL ? 1 : 0; }
+
+pid_t vg_start_server(char *const argv[], int *port) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  char line[64] = "";
+  size_t n = 0;
+  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
+  line[n] = '\0';
+  close(fds[0]);
+  if (pid > 0 && sscanf(line, "PORT %d", port) == 1) return pid;
+  fprintf(stderr, "%s did not start: '%s'\n", argv[argc_last(argv)], line);
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  return -1;
 }

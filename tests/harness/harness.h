@@ -52,6 +52,11 @@ void vg_spawn_output(const struct vg_env *env, pid_t pid, char *buf, size_t len)
 /* Waits for pid; returns exit code or 128+signal. */
 int vg_wait(pid_t pid);
 
+/* Starts argv (argv[0] a path), a test server whose first line on stdout is
+ * "PORT <n>" (tests/k8s/fake_apiserver.py). Returns its pid with the port in
+ * *port, or -1 (the server is killed) if it does not say so. */
+pid_t vg_start_server(char *const argv[], int *port);
+
 /* Finds "key": number in a JSON line of out (the last line containing key). */
 bool vg_json_u64(const char *out, const char *key, unsigned long long *value);
 

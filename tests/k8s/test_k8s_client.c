@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "k8s.h"
 
 #define TOKEN "test-token"
@@ -31,27 +32,10 @@ static char tmpdir[256];
 
 static int start_server(void **state) {
   (void)state;
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  server_pid = fork();
-  if (server_pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl("/usr/bin/python3", "python3", VG_K8S_FAKE, "--token", TOKEN, "--bookmark-interval",
-          "0.3", (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  char line[64] = "";
-  size_t n = 0;
-  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
-  line[n] = '\0';
-  close(fds[0]);
-  if (sscanf(line, "PORT %d", &server_port) != 1) {
-    fprintf(stderr, "fake apiserver did not start: '%s'\n", line);
-    return -1;
-  }
+  char *argv[] = {"/usr/bin/python3",    VG_K8S_FAKE, "--token", TOKEN,
+                  "--bookmark-interval", "0.3",       NULL};
+  server_pid = vg_start_server(argv, &server_port);
+  if (server_pid < 0) return -1;
   snprintf(tmpdir, sizeof(tmpdir), "/tmp/vg-k8s-test.XXXXXX");
   if (mkdtemp(tmpdir) == NULL) return -1;
   return 0;

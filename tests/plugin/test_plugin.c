@@ -712,23 +712,10 @@ static void test_bad_config(void **state) {
 
 /* Starts tests/k8s/fake_apiserver.py and writes a kubeconfig for it. */
 static void start_api(struct setup *s, char *kubeconfig, size_t len) {
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  s->api = fork();
-  if (s->api == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    execl("/usr/bin/python3", "python3", VG_SOURCE_DIR "/tests/k8s/fake_apiserver.py", "--token",
-          TOKEN, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  char line[64] = "";
-  size_t n = 0;
-  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
-  line[n] = '\0';
-  close(fds[0]);
-  assert_int_equal(sscanf(line, "PORT %d", &s->api_port), 1);
+  char *argv[] = {"/usr/bin/python3", VG_SOURCE_DIR "/tests/k8s/fake_apiserver.py", "--token",
+                  TOKEN, NULL};
+  s->api = vg_start_server(argv, &s->api_port);
+  assert_true(s->api > 0);
   snprintf(kubeconfig, len, "%s/kubeconfig", s->env.dir);
   FILE *f = fopen(kubeconfig, "w");
   fprintf(f,

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "binder.h"
 #include "config.h"
 #include "k8s.h"
@@ -42,27 +43,9 @@ static double now_s(void) {
 /* ---- the fakes ---- */
 
 static int start_apiserver(void) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  api_pid = fork();
-  if (api_pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl("/usr/bin/python3", "python3", VG_FAKE_APISERVER, "--token", TOKEN, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  char line[64] = "";
-  size_t n = 0;
-  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
-  line[n] = '\0';
-  close(fds[0]);
-  if (sscanf(line, "PORT %d", &api_port) != 1) {
-    fprintf(stderr, "fake apiserver did not start: '%s'\n", line);
-    return -1;
-  }
-  return 0;
+  char *argv[] = {"/usr/bin/python3", VG_FAKE_APISERVER, "--token", TOKEN, NULL};
+  api_pid = vg_start_server(argv, &api_port);
+  return api_pid < 0 ? -1 : 0;
 }
 
 static int start_kubelet(void) {

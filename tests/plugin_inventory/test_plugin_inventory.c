@@ -40,39 +40,17 @@ static char tmpdir[256];
 
 /* Starts the fake server on `port` (0: any); returns its pid, *port_out set. */
 static pid_t start_server(int port, int *port_out) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    char p[16];
-    snprintf(p, sizeof(p), "%d", port);
-    /* The server binds port 0; wrap its class to bind a given port. */
-    const char *code =
-        "import sys, importlib.util as u\n"
-        "s = u.spec_from_file_location('fake', sys.argv[1]); m = u.module_from_spec(s)\n"
-        "s.loader.exec_module(m); R = m.ThreadingHTTPServer; port = int(sys.argv[2])\n"
-        "m.ThreadingHTTPServer = lambda a, h: R(('127.0.0.1', port), h)\n"
-        "sys.argv = [sys.argv[0]] + sys.argv[3:]; sys.exit(m.main())\n";
-    execl("/usr/bin/python3", "python3", "-c", code, VG_K8S_FAKE, p, "--token", TOKEN,
-          (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  char line[64] = "";
-  size_t n = 0;
-  while (n < sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n') n++;
-  line[n] = '\0';
-  close(fds[0]);
-  if (sscanf(line, "PORT %d", port_out) != 1) {
-    fprintf(stderr, "fake apiserver did not start: '%s'\n", line);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-  }
-  return pid;
+  char p[16];
+  snprintf(p, sizeof(p), "%d", port);
+  /* The server binds port 0; wrap its class to bind a given port. */
+  char *code =
+      "import sys, importlib.util as u\n"
+      "s = u.spec_from_file_location('fake', sys.argv[1]); m = u.module_from_spec(s)\n"
+      "s.loader.exec_module(m); R = m.ThreadingHTTPServer; port = int(sys.argv[2])\n"
+      "m.ThreadingHTTPServer = lambda a, h: R(('127.0.0.1', port), h)\n"
+      "sys.argv = [sys.argv[0]] + sys.argv[3:]; sys.exit(m.main())\n";
+  char *argv[] = {"/usr/bin/python3", "-c", code, VG_K8S_FAKE, p, "--token", TOKEN, NULL};
+  return vg_start_server(argv, port_out);
 }
 
 static void stop_server(pid_t pid) {
