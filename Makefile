@@ -7,10 +7,11 @@
 #   make bench     hook overhead benchmark (bench/)
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
 #   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
+#   make bench-replay    placement quality on the Alibaba GPU trace, every policy (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-replay fuzz format clean
 
 all: build
 
@@ -54,6 +55,9 @@ bench-sm: build
 
 bench-allocate: build
 	@/usr/bin/python3 bench/allocate_latency.py
+
+bench-replay: build
+	@bash bench/replay.sh
 
 format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i

@@ -1,6 +1,8 @@
 /* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
 #include "binder.h"
 
+#include "slot.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -87,27 +89,6 @@ static void set_error(struct vg_binder *b, const char *msg) {
     snprintf(b->last_logged_error, sizeof(b->last_logged_error), "%s", msg);
     blog("%s", msg);
   }
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The same name as src/plugin/plugin.c's allocate_one gives the slot
- * directory (FNV-1a 64 over the sorted IDs, each followed by '\n'): keep the
- * two in step until they share one function. */
-void vg_binder_slot_hash(const char *const *ids, size_t n, char out[17]) {
-  const char **sorted = malloc((n + 1) * sizeof(*sorted));
-  if (sorted == NULL) abort();
-  memcpy(sorted, ids, n * sizeof(*sorted));
-  qsort(sorted, n, sizeof(*sorted), cmp_str);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) {
-    for (const char *s = sorted[i]; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    h = (h ^ '\n') * 1099511628211ull;
-  }
-  free(sorted);
-  snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 /* ---- limits from the pod ---- */
@@ -370,7 +351,7 @@ static int on_devices(const struct vg_pod_devices *d, void *arg) {
   else
     return 0; /* not ours, or limits that the IDs alone give at Allocate */
   char hash[17], path[VG_CONFIG_PATH_MAX + 64];
-  vg_binder_slot_hash(d->ids, d->n_ids, hash);
+  if (vg_slot_name((const char *const *)d->ids, d->n_ids, hash) != 0) return 0; /* no IDs */
   snprintf(path, sizeof(path), "%s/slots/%s/region.cache", b->state_dir, hash);
   struct stat st;
   if (stat(path, &st) != 0) return 0; /* not allocated by this plugin (yet) */

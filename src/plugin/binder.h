@@ -59,9 +59,6 @@ struct vg_binder_stats {
 };
 void vg_binder_get_stats(struct vg_binder *b, struct vg_binder_stats *st);
 
-/* The slot directory name of a container's device IDs: FNV-1a 64 over the
- * sorted IDs, each followed by '\n', as 16 hex digits (what Allocate names
- * <state_dir>/slots/<hash>). out must hold 17 bytes. */
-void vg_binder_slot_hash(const char *const *ids, size_t n, char out[17]);
+/* The slot directory name: vg_slot_name (slot.h), shared with Allocate. */
 
 #endif

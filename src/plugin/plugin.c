@@ -1,5 +1,6 @@
 /* plugin.c -- see plugin.h. */
 #include "plugin.h"
+#include "slot.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -109,23 +110,10 @@ void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg),
   pthread_mutex_unlock(&p->lock);
 }
 
-static int cmp_str(const void *x, const void *y) {
-  return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 int vg_plugin_slot_path(const char *const *ids, size_t n, char *out, size_t len) {
-  if (n == 0 || ids == NULL) return -1;
-  const char **sorted = malloc(n * sizeof(*sorted));
-  if (sorted == NULL) return -1;
-  memcpy(sorted, ids, n * sizeof(*sorted));
-  qsort(sorted, n, sizeof(*sorted), cmp_str);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) {
-    for (const char *s = sorted[i]; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    h = (h ^ '\n') * 1099511628211ull;
-  }
-  free(sorted);
-  int w = snprintf(out, len, "slots/%016llx", (unsigned long long)h);
+  char name[17];
+  if (vg_slot_name(ids, n, name) != 0) return -1;
+  int w = snprintf(out, len, "slots/%s", name);
   return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 

@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "binder.h"
+#include "slot.h"
 #include "config.h"
 #include "k8s.h"
 #include "region.h"
@@ -160,7 +161,7 @@ static int group_teardown(void **state) {
 
 static void region_path(const char *const *ids, size_t n, char *path, size_t len) {
   char hash[17];
-  vg_binder_slot_hash(ids, n, hash);
+  vg_slot_name(ids, n, hash);
   snprintf(path, len, "%s/slots/%s/region.cache", state_dir, hash);
 }
 
@@ -231,7 +232,7 @@ static void test_slot_hash(void **state) {
   for (const char *p = sorted; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
   char want[17], got[17];
   snprintf(want, sizeof(want), "%016llx", (unsigned long long)h);
-  vg_binder_slot_hash(ids, 2, got);
+  vg_slot_name(ids, 2, got);
   assert_string_equal(got, want);
 }
 
