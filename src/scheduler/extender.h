@@ -1,0 +1,44 @@
+/*
+ * extender.h -- the kube-scheduler extender (vgpu-scheduler): the verbs
+ * filter, prioritize and bind over the extender JSON protocol, GPU-level fit
+ * for the vgpu dialect, and the HTTP server (libmicrohttpd). See
+ * docs/scheduler.md.
+ */
+#ifndef VG_EXTENDER_H
+#define VG_EXTENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "k8s.h"
+
+#define VG_ANN_INVENTORY "vgpu.io/gpu-inventory"
+#define VG_ANN_ASSIGNED "vgpu.io/assigned"
+#define VG_EXT_MAX_PRIORITY 10 /* the protocol's MaxExtenderPriority */
+
+struct vg_ext;
+
+/* client: the API client (borrowed; must outlive the extender). policy: a
+ * placement policy name (vg_policy_find), NULL = "fgd". cache_ttl_ms: how long
+ * a node's inventory and its pods' assignments are reused by filter and
+ * prioritize (bind always reads them fresh). */
+struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,
+                          struct vg_err *err);
+void vg_ext_free(struct vg_ext *x);
+
+/* One request: method "GET"/"POST", path "/filter" etc. Returns the HTTP
+ * status and sets *out to a malloc'd response body (JSON, or text for
+ * /metrics) and *content_type to a static string. */
+int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const char *body,
+                  size_t len, char **out, const char **content_type);
+
+/* ---- HTTP server (extender_http.c) ---- */
+struct vg_ext_server;
+/* Listens on addr:port (port 0 = any free one). */
+struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *addr, int port,
+                                          struct vg_err *err);
+int vg_ext_server_port(const struct vg_ext_server *s);
+void vg_ext_server_stop(struct vg_ext_server *s);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * server_main.c -- vgpu-scheduler: the kube-scheduler extender.
+ *
+ *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
+ *                  [--cache-ttl-ms N]
+ *
+ * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
+ * until SIGINT/SIGTERM. See docs/scheduler.md.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender.h"
+#include "log.h"
+#include "vg_sched.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
+          "                      [--cache-ttl-ms N]\n"
+          "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
+          "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
+          "  --policy NAME       placement policy for prioritize and bind:");
+  for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
+  fprintf(f,
+          " (default fgd)\n"
+          "  --cache-ttl-ms N    reuse a node's inventory and assignments this long in filter\n"
+          "                      and prioritize (default 1000; bind always reads fresh)\n");
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"listen", required_argument, NULL, 'l'}, {"kubeconfig", required_argument, NULL, 'k'},
+      {"policy", required_argument, NULL, 'p'}, {"cache-ttl-ms", required_argument, NULL, 't'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *listen = NULL, *kubeconfig = NULL, *policy = "fgd";
+  long ttl = 1000;
+  int c;
+  vg_log_configure();
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+      case 'l':
+        listen = optarg;
+        break;
+      case 'k':
+        kubeconfig = optarg;
+        break;
+      case 'p':
+        policy = optarg;
+        break;
+      case 't':
+        ttl = strtol(optarg, NULL, 10);
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      default:
+        usage(stderr);
+        return 2;
+    }
+  }
+  char addr[64];
+  const char *colon = listen ? strrchr(listen, ':') : NULL;
+  char *end = NULL;
+  long port = colon ? strtol(colon + 1, &end, 10) : -1;
+  if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(addr) || *end || port < 0 ||
+      port > 65535 || optind != argc) {
+    fprintf(stderr, "vgpu-scheduler: --listen ADDR:PORT is required (e.g. 127.0.0.1:8888)\n");
+    usage(stderr);
+    return 2;
+  }
+  snprintf(addr, sizeof(addr), "%.*s", (int)(colon - listen), listen);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  struct vg_err err = {{0}};
+  struct vg_k8s_config cfg = {0};
+  if (vg_k8s_config_load(&cfg, kubeconfig, &err) != 0) {
+    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    return 1;
+  }
+  struct vg_k8s_client *client = vg_k8s_client_new(&cfg, &err);
+  vg_k8s_config_free(&cfg);
+  if (!client) {
+    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    return 1;
+  }
+  vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
+  struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
+  struct vg_ext_server *srv = x ? vg_ext_server_start(x, addr, (int)port, &err) : NULL;
+  if (!srv) {
+    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    vg_ext_free(x);
+    vg_k8s_client_free(client);
+    return 1;
+  }
+  printf("PORT %d\n", vg_ext_server_port(srv));
+  fflush(stdout);
+  vg_info("vgpu-scheduler: listening on %s:%d, policy %s", addr, vg_ext_server_port(srv), policy);
+  int sig = 0;
+  sigwait(&set, &sig);
+  vg_ext_server_stop(srv);
+  vg_ext_free(x);
+  vg_k8s_client_free(client);
+  return 0;
+}
