@@ -23,7 +23,7 @@ static void usage(FILE *f) {
           "                      [--cache-ttl-ms N]\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
-          "  --policy NAME       placement policy for prioritize and bind:");
+          "  --policy NAME       placement policy that scores nodes:");
   for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
   fprintf(f,
           " (default fgd)\n"
@@ -81,6 +81,11 @@ int main(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  if (!vg_policy_find(policy)) {
+    fprintf(stderr, "vgpu-scheduler: unknown policy '%s'\n", policy);
+    usage(stderr);
+    return 2;
+  }
   struct vg_err err = {{0}};
   struct vg_k8s_config cfg = {0};
   if (vg_k8s_config_load(&cfg, kubeconfig, &err) != 0) {
