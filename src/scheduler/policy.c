@@ -11,7 +11,10 @@ static const struct vg_policy bestfit = {
 static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Weng et al., ATC'23)",
                                      vg_score_fgd};
 
-static const struct vg_policy *const all[] = {&bestfit, &fgd, NULL};
+static const struct vg_policy vgpu = {
+    "vgpu", "experimental: FGD, ties to the GPU a share fills best", vg_score_vgpu};
+
+static const struct vg_policy *const all[] = {&bestfit, &fgd, &vgpu, NULL};
 
 const struct vg_policy *const *vg_policy_all(void) { return all; }
 

@@ -122,6 +122,7 @@ const struct vg_policy *const *vg_policy_all(void);
 
 double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
+double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 
 /* ---- scheduler state and placement (sched.c) ---- */
 struct vg_sched {

@@ -1,0 +1,145 @@
+/* test_sched_vgpu.c -- the experimental `vgpu` policy against FGD on
+ * hand-built clusters: where FGD's truncated scores tie, vgpu puts a share on
+ * the GPU it fills most exactly (FGD: lowest GPU index, then node rank); where
+ * the fragmentation change differs by a score point or more, FGD's choice
+ * stands. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "sched_fixture.h"
+
+static int place(struct vg_cluster *c, const char *policy, const struct vg_workload *w,
+                 const struct vg_pod *p) {
+  struct vg_sched s;
+  const struct vg_policy *pol = vg_policy_find(policy);
+  assert_non_null(pol);
+  assert_int_equal(vg_sched_init(&s, c, pol, w, NULL), 0);
+  int i = vg_sched_place(&s, p);
+  vg_sched_free(&s);
+  return i;
+}
+
+static void one_type(struct vg_workload *w, struct vg_pod p) {
+  assert_int_equal(vg_workload_build(w, &p, 1, 95.0, NULL), 0);
+}
+
+/* Node 0 (rank 0) has a whole free GPU, node 1 (rank 1) a GPU with 600 free.
+ * The target workload is CPU-only, so every placement of the 500-milli share
+ * lowers F by exactly 500 on either node: FGD's scores tie and rank 0 wins,
+ * breaking a whole GPU. vgpu fills node 1's GPU to 100 left and keeps the
+ * whole GPU whole. */
+static void cluster_tie(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 96000, 393216, 1, 1000);
+  add_node(c, "G2", 96000, 393216, 1, 600);
+  c->nodes[0].rank = 0;
+  c->nodes[1].rank = 1;
+}
+
+static void test_ties_across_nodes_go_to_the_tightest_gpu(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(2000, 1024, 0, 0));
+  struct vg_pod p = pod(1000, 1024, 1, 500);
+  struct vg_cluster c;
+
+  cluster_tie(&c);
+  assert_int_equal(place(&c, "fgd", &w, &p), 0);
+  assert_int_equal(c.nodes[0].gpu_free[0], 500);
+  vg_cluster_free(&c);
+
+  cluster_tie(&c);
+  assert_int_equal(place(&c, "vgpu", &w, &p), 1);
+  assert_int_equal(c.nodes[1].gpu_free[0], 100);
+  assert_int_equal(c.nodes[0].gpu_free[0], 1000);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
+/* Within one node: GPUs {1000, 600}. FGD's per-GPU scores tie and it takes
+ * the lowest index (the whole GPU); vgpu takes GPU 1. */
+static void test_ties_within_a_node_go_to_the_tightest_gpu(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(2000, 1024, 0, 0));
+  struct vg_pod p = pod(1000, 1024, 1, 500);
+  struct vg_cluster c;
+
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 2, 1000, 600);
+  assert_int_equal(place(&c, "fgd", &w, &p), 0);
+  assert_int_equal(c.nodes[0].gpu_free[0], 500);
+  assert_int_equal(c.nodes[0].gpu_free[1], 600);
+  vg_cluster_free(&c);
+
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 2, 1000, 600);
+  assert_int_equal(place(&c, "vgpu", &w, &p), 0);
+  assert_int_equal(c.nodes[0].gpu_free[0], 1000);
+  assert_int_equal(c.nodes[0].gpu_free[1], 100);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
+/* The workload is 500-milli shares. Putting the share on node 0's 600-free
+ * GPU strands 100 milli no 500 share can use (F +100, FGD score 47); on node
+ * 1's whole GPU F does not change (score 50). The fit term (at most 5
+ * points: 4.5 vs 2.5 here) does not overturn a 3-point fragmentation
+ * difference: both policies choose node 1. */
+static void test_fragmentation_outweighs_tightness(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(1000, 1024, 1, 500));
+  struct vg_pod p = pod(1000, 1024, 1, 500);
+  const char *policies[] = {"fgd", "vgpu"};
+  for (int k = 0; k < 2; k++) {
+    struct vg_cluster c;
+    vg_cluster_init(&c);
+    add_node(&c, "G2", 96000, 393216, 1, 600);
+    add_node(&c, "G2", 96000, 393216, 1, 1000);
+    c.nodes[0].rank = 0;
+    c.nodes[1].rank = 1;
+    assert_int_equal(place(&c, policies[k], &w, &p), 1);
+    vg_cluster_free(&c);
+  }
+  vg_workload_free(&w);
+}
+
+/* Whole-GPU pods score exactly as under FGD, and the policy is listed. */
+static void test_whole_gpu_pods_score_as_fgd(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(1000, 1024, 1, 500));
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 2, 1000, 300);
+  struct vg_sched s;
+  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  struct vg_pod p = pod(1000, 1024, 1, 1000);
+  struct vg_pick a, b;
+  double sa = vg_score_fgd(&s, 0, &p, &a), sb = vg_score_vgpu(&s, 0, &p, &b);
+  assert_true(sa == sb);
+  assert_int_equal(a.n, 1);
+  assert_int_equal(b.n, 1);
+  assert_int_equal(a.gpu[0], b.gpu[0]);
+  vg_sched_free(&s);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+  int found = 0;
+  for (const struct vg_policy *const *q = vg_policy_all(); *q; q++)
+    found += strcmp((*q)->name, "vgpu") == 0;
+  assert_int_equal(found, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ties_across_nodes_go_to_the_tightest_gpu),
+      cmocka_unit_test(test_ties_within_a_node_go_to_the_tightest_gpu),
+      cmocka_unit_test(test_fragmentation_outweighs_tightness),
+      cmocka_unit_test(test_whole_gpu_pods_score_as_fgd),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
