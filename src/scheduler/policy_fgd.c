@@ -19,7 +19,8 @@ static double frag_score(double before, double after) {
   return (double)(int64_t)(100.0 / (1.0 + exp(-x)));
 }
 
-static double share_score(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
+double vg_fgd_share_score(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
+                          double fit_weight) {
   const struct vg_node *n = &s->cluster->nodes[i];
   double before = vg_sched_node_frag(s, i), best = -1;
   int tmp[VG_SCHED_MAX_GPUS];
@@ -30,7 +31,8 @@ static double share_score(struct vg_sched *s, int i, const struct vg_pod *p, str
     for (int h = 0; h < g && !seen; h++) seen = n->gpu_free[h] == n->gpu_free[g];
     if (seen) continue;
     tmp[g] -= p->gpu_milli;
-    double score = frag_score(before, vg_frag_node(s->workload, n, n->cpu_free - p->cpu, tmp));
+    double score = frag_score(before, vg_frag_node(s->workload, n, n->cpu_free - p->cpu, tmp)) +
+                   fit_weight * (1.0 - tmp[g] / (double)VG_MILLI);
     tmp[g] += p->gpu_milli;
     if (score > best) {
       best = score;
@@ -42,7 +44,7 @@ static double share_score(struct vg_sched *s, int i, const struct vg_pod *p, str
 }
 
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  if (vg_pod_is_share(p)) return share_score(s, i, p, pick);
+  if (vg_pod_is_share(p)) return vg_fgd_share_score(s, i, p, pick, 0.0);
   const struct vg_node *n = &s->cluster->nodes[i];
   vg_pick_tightest(n, p, pick);
   int tmp[VG_SCHED_MAX_GPUS];

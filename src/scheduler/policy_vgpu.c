@@ -16,42 +16,11 @@
  * worse on gpushare40; it does not meet issue 5's target. See
  * docs/placement.md, "An experimental policy: vgpu".
  */
-#include <math.h>
-#include <string.h>
-
 #include "vg_sched.h"
 
 #define W_GPU 5.0
 
-static double frag_score(double before, double after) {
-  double x = (before - after) / 1000.0;
-  return (double)(int64_t)(100.0 / (1.0 + exp(-x)));
-}
-
-static double share_score(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  const struct vg_node *n = &s->cluster->nodes[i];
-  double before = vg_sched_node_frag(s, i), best = -INFINITY;
-  int tmp[VG_SCHED_MAX_GPUS];
-  memcpy(tmp, n->gpu_free, sizeof(tmp));
-  for (int g = 0; g < n->ngpu; g++) {
-    if (n->gpu_free[g] < p->gpu_milli) continue;
-    bool seen = false; /* an earlier GPU with the same free share scores the same */
-    for (int h = 0; h < g && !seen; h++) seen = n->gpu_free[h] == n->gpu_free[g];
-    if (seen) continue;
-    tmp[g] -= p->gpu_milli;
-    double score = frag_score(before, vg_frag_node(s->workload, n, n->cpu_free - p->cpu, tmp)) +
-                   W_GPU * (1.0 - tmp[g] / (double)VG_MILLI);
-    tmp[g] += p->gpu_milli;
-    if (score > best) {
-      best = score;
-      pick->n = 1;
-      pick->gpu[0] = (uint8_t)g;
-    }
-  }
-  return best;
-}
-
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  if (vg_pod_is_share(p)) return share_score(s, i, p, pick);
+  if (vg_pod_is_share(p)) return vg_fgd_share_score(s, i, p, pick, W_GPU);
   return vg_score_fgd(s, i, p, pick);
 }
