@@ -90,21 +90,10 @@ for f in "$burn" "$lib"; do
   fi
 done
 
-# The real driver only (as run.sh): no */sim directory holding a
-# libcuda.so.1 on LD_LIBRARY_PATH, no inherited limits or simulator settings.
-clean_ld_path=
-IFS=: read -r -a ld_entries <<<"${LD_LIBRARY_PATH:-}"
-for d in "${ld_entries[@]}"; do
-  [ -n "$d" ] || continue
-  case "${d%/}" in */sim) [ -e "$d/libcuda.so.1" ] && continue ;; esac
-  clean_ld_path=${clean_ld_path:+$clean_ld_path:}$d
-done
-if [ -n "$clean_ld_path" ]; then export LD_LIBRARY_PATH="$clean_ld_path"; else unset LD_LIBRARY_PATH; fi
-while IFS= read -r var; do
-  case "$var" in
-    CUDA_DEVICE_MEMORY_LIMIT* | CUDA_DEVICE_SM_LIMIT* | CUDA_DEVICE_MEMORY_SHARED_CACHE | VGPU_SIM_* | LD_PRELOAD) unset "$var" ;;
-  esac
-done < <(compgen -e)
+# The real driver only (real_driver.sh).
+# shellcheck source=tests/gpu/real_driver.sh
+source "$root/tests/gpu/real_driver.sh"
+vg_real_driver_only
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-gpu-sm.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
