@@ -102,6 +102,7 @@ pid_t sim_spawn(void (*fn)(void *), void *arg) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
+    alarm(60); /* alarms are not inherited: an orphan must not live on */
     fn(arg);
     fflush(NULL);
     _exit(0);
