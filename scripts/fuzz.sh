@@ -7,10 +7,11 @@ secs="${FUZZ_SECONDS:-60}"
 out=build-fuzz
 mkdir -p "$out"
 common="src/common/err.c src/common/log.c src/common/size.c src/common/shmfile.c src/common/region.c"
-for t in size config region plugin_config; do
+for t in size config region plugin_config assignment; do
   extra=""
   [ "$t" = config ] && extra="src/lib/config.c"
   [ "$t" = plugin_config ] && extra="-Isrc/plugin src/plugin/config.c src/plugin/dialect.c -lyaml"
+  [ "$t" = assignment ] && extra="-Isrc/k8s src/k8s/assignment.c -ljson-c"
   # shellcheck disable=SC2086
   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/common -Isrc/lib \
     "tests/fuzz/fuzz_$t.c" $common $extra -lpthread -o "$out/fuzz_$t"

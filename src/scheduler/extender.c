@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "assignment.h"
 #include "extender.h"
 #include "log.h"
 #include "vg_sched.h"
@@ -303,30 +304,29 @@ static int subtract_pods(struct vg_ext *x, const char *node, struct node_view *v
     json_object *pod = json_object_array_get_idx(items, i);
     const char *phase = get_str(get(pod, "status"), "phase");
     if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) continue;
-    const char *text = get_str(get(get(pod, "metadata"), "annotations"), VG_ANN_ASSIGNED);
-    if (!text) continue;
-    json_object *a = json_tokener_parse(text);
-    json_object *ctrs = get(a, "containers");
-    size_t nc =
-        ctrs && json_object_is_type(ctrs, json_type_array) ? json_object_array_length(ctrs) : 0;
-    for (size_t c = 0; c < nc; c++) {
-      json_object *gpus = get(json_object_array_get_idx(ctrs, c), "gpus");
-      size_t ng =
-          gpus && json_object_is_type(gpus, json_type_array) ? json_object_array_length(gpus) : 0;
-      for (size_t k = 0; k < ng; k++) {
-        json_object *g = json_object_array_get_idx(gpus, k);
-        const char *uuid = get_str(g, "uuid");
-        for (int j = 0; uuid && j < v->n; j++) {
-          if (strcmp(v->g[j].uuid, uuid) != 0) continue;
-          int cores = json_object_get_int(get(g, "cores"));
+    struct vg_assignment a;
+    struct vg_err aerr = {{0}};
+    int has = vg_assign_from_pod(pod, &a, &aerr);
+    if (has < 0) {
+      /* What it holds is unknown: counting it as nothing could oversubscribe. */
+      snprintf(why, len, "pod %.100s/%.100s: %.300s", get_str(get(pod, "metadata"), "namespace"),
+               get_str(get(pod, "metadata"), "name"), aerr.msg);
+      json_object_put(list);
+      return -1;
+    }
+    for (int c = 0; has && c < a.nctrs; c++) {
+      for (int k = 0; k < a.ctr[c].ngpus; k++) {
+        const struct vg_assign_gpu *g = &a.ctr[c].gpu[k];
+        for (int j = 0; j < v->n; j++) {
+          if (strcmp(v->g[j].uuid, g->uuid) != 0) continue;
           v->g[j].slots_used++;
-          v->g[j].mem_used += json_object_get_int64(get(g, "memory"));
-          v->g[j].cores_used += cores;
-          if (cores >= 100) v->g[j].exclusive = true;
+          v->g[j].mem_used += g->memory;
+          v->g[j].cores_used += g->cores;
+          if (g->cores >= 100) v->g[j].exclusive = true;
         }
       }
     }
-    json_object_put(a);
+    if (has) vg_assign_free(&a);
   }
   json_object_put(list);
   return 0;
@@ -741,28 +741,28 @@ done:
 }
 
 static json_object *assignment(const char *node, const struct pod_req *r, const struct node_view *v,
-                               int picks[MAX_CTRS][VG_SCHED_MAX_GPUS]) {
-  json_object *a = json_object_new_object(), *ctrs = json_object_new_array();
-  json_object_object_add(a, "version", json_object_new_int(1));
-  json_object_object_add(a, "node", json_object_new_string(node));
-  json_object_object_add(a, "containers", ctrs);
+                               int picks[MAX_CTRS][VG_SCHED_MAX_GPUS], struct vg_err *err) {
+  struct vg_assignment a = {{0}, 0, NULL};
+  snprintf(a.node, sizeof(a.node), "%s", node);
   for (int i = 0; i < r->n; i++) {
-    json_object *c = json_object_new_object(), *gpus = json_object_new_array();
-    json_object_object_add(c, "name", json_object_new_string(r->c[i].name));
-    json_object_object_add(c, "resource", json_object_new_string(RES_VGPU));
-    json_object_object_add(c, "gpus", gpus);
+    struct vg_assign_ctr *c = vg_assign_add_ctr(&a, r->c[i].name, RES_VGPU);
+    if (c == NULL) {
+      vg_assign_free(&a);
+      vg_err_set(err, "assignment: out of memory");
+      return NULL;
+    }
     for (int k = 0; k < r->c[i].count; k++) {
       const struct gpu_view *g = &v->g[picks[i][k]];
-      json_object *o = json_object_new_object();
-      json_object_object_add(o, "uuid", json_object_new_string(g->uuid));
-      json_object_object_add(o, "index", json_object_new_int(g->index));
-      json_object_object_add(o, "memory", json_object_new_int64(need_mem(&r->c[i], g)));
-      json_object_object_add(o, "cores", json_object_new_int(r->c[i].cores));
-      json_object_array_add(gpus, o);
+      struct vg_assign_gpu *o = &c->gpu[c->ngpus++];
+      snprintf(o->uuid, sizeof(o->uuid), "%s", g->uuid);
+      o->index = g->index;
+      o->memory = need_mem(&r->c[i], g);
+      o->cores = r->c[i].cores;
     }
-    json_object_array_add(ctrs, c);
   }
-  return a;
+  json_object *o = vg_assign_to_json(&a, err);
+  vg_assign_free(&a);
+  return o;
 }
 
 static int do_bind(struct vg_ext *x, const char *body, char **out) {
@@ -816,7 +816,11 @@ static int do_bind(struct vg_ext *x, const char *body, char **out) {
     int picks[MAX_CTRS][VG_SCHED_MAX_GPUS];
     if (node_view(x, node, NULL, true, &v, why, sizeof(why)) != 0) goto done;
     if (!pod_fits(&req, &v, &after, picks, why, sizeof(why))) goto done;
-    json_object *a = assignment(node, &req, &v, picks);
+    json_object *a = assignment(node, &req, &v, picks, &err);
+    if (a == NULL) {
+      snprintf(why, sizeof(why), "%s", err.msg);
+      goto done;
+    }
     annotations = json_object_new_object();
     json_object_object_add(
         annotations, VG_ANN_ASSIGNED,

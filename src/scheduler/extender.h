@@ -11,11 +11,12 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "assignment.h"
 #include "k8s.h"
 
 #define VG_ANN_INVENTORY "vgpu.io/gpu-inventory"
-#define VG_ANN_ASSIGNED "vgpu.io/assigned"
-#define VG_EXT_MAX_PRIORITY 10 /* the protocol's MaxExtenderPriority */
+#define VG_ANN_ASSIGNED VG_ASSIGNED_ANNOTATION /* assignment.h */
+#define VG_EXT_MAX_PRIORITY 10                 /* the protocol's MaxExtenderPriority */
 
 struct vg_ext;
 

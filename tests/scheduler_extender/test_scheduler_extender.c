@@ -237,7 +237,8 @@ static int setup(void **state) {
   /* node-a: 2 x 16 GiB, GPU 0 half taken (8 GiB, 50 %) by pod "old". */
   add_node("node-a", 2, 16, 4, false);
   add_pod("old", 1, 8192, 50, "node-a",
-          "{\"version\":1,\"node\":\"node-a\",\"containers\":[{\"name\":\"main\",\"gpus\":"
+          "{\"version\":1,\"node\":\"node-a\",\"containers\":[{\"name\":\"main\",\"resource\":"
+          "\"nvidia.com/vgpu\",\"gpus\":"
           "[{\"uuid\":\"GPU-node-a-0\",\"index\":0,\"memory\":8589934592,\"cores\":50}]}]}");
   add_node("node-b", 1, 8, 4, false);  /* too small for 12 GiB */
   add_node("node-c", 0, 0, 0, false);  /* no inventory annotation */
