@@ -10,6 +10,7 @@
 #include "health.h"
 #include "inventory.h"
 #include "k8s.h"
+#include "steer.h"
 
 struct vg_agent {
   struct vg_plugin *plugin;
@@ -23,6 +24,7 @@ struct vg_agent {
   struct vg_binder *binder;
   struct vg_health *health;
   struct vg_inventory *inventory;
+  struct vg_steer *steer;
 };
 
 /* Lock held. Hands the current GPU list to the inventory publisher. */
@@ -96,6 +98,18 @@ static void start_inventory(struct vg_agent *a, const struct vg_agent_opts *o) {
   vg_inventory_start(a->inventory);
 }
 
+/* GetPreferredAllocation follows the scheduler's assignment (steer.h). */
+static void start_steer(struct vg_agent *a, const struct vg_agent_opts *o) {
+  if (a->k8s == NULL || a->node[0] == '\0') return; /* said by start_k8s / start_inventory */
+  struct vg_err err;
+  a->steer = vg_steer_new(a->k8s, a->node, o->podresources_socket, a->plugin->debug, &err);
+  if (a->steer == NULL) {
+    vg_plog("%s; device choice ignores the scheduler's assignment", err.msg);
+    return;
+  }
+  vg_plugin_set_preference_source(a->plugin, vg_steer_prefer_fn, a->steer);
+}
+
 static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
@@ -116,12 +130,15 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   start_k8s(a, opts);
   start_binder(a, opts);
   start_inventory(a, opts);
+  start_steer(a, opts);
   start_health(a);
   return a;
 }
 
 void vg_agent_stop(struct vg_agent *a) {
   if (a == NULL) return;
+  if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
+  vg_steer_free(a->steer);
   if (a->health != NULL) vg_health_free(a->health);
   if (a->binder != NULL) vg_binder_stop(a->binder);
   if (a->inventory != NULL) vg_inventory_free(a->inventory);

@@ -16,6 +16,7 @@
 
 #include <json-c/json.h>
 
+#include "assignment.h"
 #include "k8s.h"
 #include "podresources.h"
 #include "region.h"
@@ -201,56 +202,24 @@ static void leave_pending(struct vg_binder *b, const char *key, const char *what
   blog("%s: %s; its limits stay pending (libvgpu fails closed after its timeout)", key, msg);
 }
 
-static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
-                           enum vg_dialect dialect, struct vg_shm *shm, const char *key) {
-  if (b->k8s == NULL) {
-    leave_pending(b, key, "no-api", "no Kubernetes API client to read the pod from");
-    return;
-  }
-  json_object *pod = NULL;
-  struct vg_err err = {""};
-  int rc = vg_k8s_get_pod(b->k8s, d->ns, d->pod, &pod, &err);
-  if (rc == VG_K8S_ENOTFOUND) {
-    leave_pending(b, key, "no-pod", "pod %s/%s is not in the API server", d->ns, d->pod);
-    return;
-  }
-  if (rc != 0) {
-    pthread_mutex_lock(&b->lock);
-    b->stats.api_errors++;
-    pthread_mutex_unlock(&b->lock);
-    b->pass_unbindable++;
-    char msg[VG_ERR_MAX + 200];
-    snprintf(msg, sizeof(msg), "cannot read pod %s/%s (limits stay pending, retrying): %s", d->ns,
-             d->pod, err.msg);
-    set_error(b, msg);
-    return;
-  }
-  json_object *limits = container_limits(pod, d->container);
-  json_object_put(pod);
-  if (limits == NULL) {
-    leave_pending(b, key, "no-container", "pod %s/%s has no container %s", d->ns, d->pod,
-                  d->container);
-    return;
-  }
-
-  /* The GPUs the IDs name ("<GPU-UUID>::<slot>"), with how many IDs each. */
-  struct gpu_limit gl[VG_MAX_DEVICES];
+/* The GPUs the IDs name ("<GPU-UUID>::<slot>"), with how many IDs each.
+ * Returns how many, or -1 after leaving the container pending. */
+static int gpus_of_ids(struct vg_binder *b, const struct vg_pod_devices *d, const char *key,
+                       struct gpu_limit gl[VG_MAX_DEVICES]) {
   size_t ng = 0;
   for (size_t i = 0; i < d->n_ids; i++) {
     const char *sep = strstr(d->ids[i], "::");
     size_t len = sep != NULL ? (size_t)(sep - d->ids[i]) : strlen(d->ids[i]);
     if (len == 0 || len >= sizeof(gl[0].uuid)) {
-      json_object_put(limits);
       leave_pending(b, key, "bad-id", "device ID \"%s\" names no GPU", d->ids[i]);
-      return;
+      return -1;
     }
     size_t g = 0;
     while (g < ng && !(strlen(gl[g].uuid) == len && strncmp(gl[g].uuid, d->ids[i], len) == 0)) g++;
     if (g == ng) {
       if (ng == VG_MAX_DEVICES) {
-        json_object_put(limits);
         leave_pending(b, key, "too-many", "more than %d GPUs", VG_MAX_DEVICES);
-        return;
+        return -1;
       }
       memset(&gl[ng], 0, sizeof(gl[ng]));
       memcpy(gl[ng].uuid, d->ids[i], len);
@@ -258,8 +227,49 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
     }
     gl[g].ids++;
   }
+  return (int)ng;
+}
 
-  const struct vg_region *r = vg_region_of(shm);
+/* Appends ",uuid" (or "uuid" first) when it fits. */
+static void append_uuid(char *buf, size_t len, const char *uuid) {
+  size_t n = strlen(buf), u = strlen(uuid);
+  if (n + u + 2 > len) return;
+  if (n > 0) buf[n++] = ',';
+  memcpy(buf + n, uuid, u + 1);
+}
+
+/* Limits from the scheduler's assignment: the kubelet must have given the
+ * container exactly the GPUs the scheduler accounted it on, else its limits
+ * stay pending (running it on another GPU could overcommit that GPU). */
+static int limits_from_assignment(struct vg_binder *b, const struct vg_pod_devices *d,
+                                  const char *key, const struct vg_assign_ctr *ac,
+                                  struct gpu_limit *gl, int ng) {
+  bool same = ng == ac->ngpus;
+  for (int g = 0; g < ng && same; g++) {
+    same = false;
+    for (int k = 0; k < ac->ngpus; k++) {
+      if (strcmp(gl[g].uuid, ac->gpu[k].uuid) != 0) continue;
+      same = true;
+      gl[g].memory = (uint64_t)ac->gpu[k].memory;
+      gl[g].percent = ac->gpu[k].cores >= 100 ? 0 : (unsigned)ac->gpu[k].cores; /* 100: whole */
+    }
+  }
+  if (same) return 0;
+  char got[512] = "", want[512] = "";
+  for (int g = 0; g < ng; g++) append_uuid(got, sizeof(got), gl[g].uuid);
+  for (int k = 0; k < ac->ngpus; k++) append_uuid(want, sizeof(want), ac->gpu[k].uuid);
+  leave_pending(b, key, "mismatch",
+                "the kubelet gave container %s of pod %s/%s GPU(s) %s, but the scheduler assigned "
+                "%s (%s)",
+                d->container, d->ns, d->pod, got, want, VG_ASSIGNED_ANNOTATION);
+  return -1;
+}
+
+/* Limits from the container's own resources (pods placed without our
+ * scheduler, or dialects it does not assign). */
+static int limits_from_resources(struct vg_binder *b, const struct vg_pod_devices *d,
+                                 enum vg_dialect dialect, const char *key, json_object *limits,
+                                 const struct vg_region *r, struct gpu_limit *gl, int ng) {
   const char *missing = NULL, *malformed = NULL;
   uint64_t mem = 0, pct = 0, cores = 0, units = 0;
   int has_mem = 0, has_pct = 0, has_cores = 0;
@@ -286,18 +296,17 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
       blog("%s: %s is %" PRIu64 " but the kubelet gave %zu IDs; using the IDs", key,
            c->resource_mem, units, d->n_ids);
   }
-  json_object_put(limits);
   if (missing != NULL) {
     leave_pending(b, key, "no-resource", "container %s of pod %s/%s has no %s in its limits",
                   d->container, d->ns, d->pod, missing);
-    return;
+    return -1;
   }
   if (malformed != NULL) {
     leave_pending(b, key, "malformed", "container %s of pod %s/%s: malformed %s", d->container,
                   d->ns, d->pod, malformed);
-    return;
+    return -1;
   }
-  for (size_t g = 0; g < ng; g++) {
+  for (int g = 0; g < ng; g++) {
     gl[g].percent = has_cores > 0 ? (unsigned)cores : 0;
     if (dialect == VG_DIALECT_CCE) {
       gl[g].memory = gl[g].ids * VG_CCE_UNIT;
@@ -308,15 +317,22 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
       if (total == 0) {
         leave_pending(b, key, "no-memory", "the memory of %s is unknown (for %s)", gl[g].uuid,
                       b->cfg.vgpu.resource_mem_percentage);
-        return;
+        return -1;
       }
       gl[g].memory = (total / 100 * pct + total % 100 * pct / 100) & ~((1ull << 20) - 1);
     } else {
       gl[g].memory = 0; /* HAMi's default: the whole GPU (100 %) */
     }
   }
+  return 0;
+}
 
-  for (size_t g = 0; g < ng; g++) {
+/* Writes every GPU's limits, then clears the pending mark, so libvgpu never
+ * sees half-written limits. */
+static void write_limits(struct vg_binder *b, struct vg_shm *shm, const char *key,
+                         const struct gpu_limit *gl, int ng) {
+  const struct vg_region *r = vg_region_of(shm);
+  for (int g = 0; g < ng; g++) {
     if (vg_region_lock(shm) != 0) {
       leave_pending(b, key, "lock", "the lock of %s is unusable", shm->path);
       return;
@@ -339,6 +355,61 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
   pthread_mutex_lock(&b->lock);
   b->stats.bound++;
   pthread_mutex_unlock(&b->lock);
+}
+
+/* Reads the pod; NULL after leaving the container pending or noting an error. */
+static json_object *read_pod(struct vg_binder *b, const struct vg_pod_devices *d, const char *key) {
+  if (b->k8s == NULL) {
+    leave_pending(b, key, "no-api", "no Kubernetes API client to read the pod from");
+    return NULL;
+  }
+  json_object *pod = NULL;
+  struct vg_err err = {""};
+  int rc = vg_k8s_get_pod(b->k8s, d->ns, d->pod, &pod, &err);
+  if (rc == VG_K8S_ENOTFOUND) {
+    leave_pending(b, key, "no-pod", "pod %s/%s is not in the API server", d->ns, d->pod);
+    return NULL;
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&b->lock);
+    b->stats.api_errors++;
+    pthread_mutex_unlock(&b->lock);
+    b->pass_unbindable++;
+    char msg[VG_ERR_MAX + 200];
+    snprintf(msg, sizeof(msg), "cannot read pod %s/%s (limits stay pending, retrying): %s", d->ns,
+             d->pod, err.msg);
+    set_error(b, msg);
+    return NULL;
+  }
+  return pod;
+}
+
+static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
+                           enum vg_dialect dialect, struct vg_shm *shm, const char *key) {
+  json_object *pod = read_pod(b, d, key);
+  if (pod == NULL) return;
+  struct vg_assignment asg;
+  struct vg_err aerr = {""};
+  int has = vg_assign_from_pod(pod, &asg, &aerr);
+  json_object *limits = container_limits(pod, d->container);
+  json_object_put(pod);
+  struct gpu_limit gl[VG_MAX_DEVICES];
+  int ng = -1;
+  if (has < 0) {
+    /* The scheduler's accounting of this pod is unreadable: fail closed. */
+    leave_pending(b, key, "bad-assignment", "pod %s/%s: %s", d->ns, d->pod, aerr.msg);
+  } else if (limits == NULL) {
+    leave_pending(b, key, "no-container", "pod %s/%s has no container %s", d->ns, d->pod,
+                  d->container);
+  } else if ((ng = gpus_of_ids(b, d, key, gl)) >= 0) {
+    const struct vg_assign_ctr *ac = has ? vg_assign_find(&asg, d->container, d->resource) : NULL;
+    int rc = ac != NULL
+                 ? limits_from_assignment(b, d, key, ac, gl, ng)
+                 : limits_from_resources(b, d, dialect, key, limits, vg_region_of(shm), gl, ng);
+    if (rc == 0) write_limits(b, shm, key, gl, ng);
+  }
+  json_object_put(limits);
+  if (has > 0) vg_assign_free(&asg);
 }
 
 static int on_devices(const struct vg_pod_devices *d, void *arg) {

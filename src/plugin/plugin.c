@@ -103,6 +103,13 @@ void vg_plugin_set_gpus(struct vg_plugin *p, const struct vg_gpu *gpus, unsigned
   vg_plugin_devices_changed(p);
 }
 
+void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn, void *arg) {
+  pthread_mutex_lock(&p->lock);
+  p->prefer = fn;
+  p->prefer_arg = arg;
+  pthread_mutex_unlock(&p->lock);
+}
+
 void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg), void *arg) {
   pthread_mutex_lock(&p->lock);
   p->observer = fn;
@@ -217,12 +224,74 @@ static bool one_gpu_dialect(const struct vg_resource *r) {
   return r->dialect == VG_DIALECT_GPUSHARE || r->dialect == VG_DIALECT_CCE;
 }
 
-/* Preference: the must-include IDs, then
+/* The plugin's own preference, when the scheduler's assignment does not
+ * decide (steer.h): the must-include IDs, then
  *  - memory dialects (gpushare, cce): IDs of one GPU, the one with the fewest
  *    available IDs that still has enough (best fit: keep big holes whole);
  *  - count dialects (vgpu, timeSlicing): one ID on each GPU not used yet (a
  *    container asking for several wants several GPUs), busiest GPU first;
- * then any remaining IDs in order. */
+ * then any remaining IDs in order. p->lock held. */
+static void prefer_locally(struct vg_resource *res,
+                           const V1beta1__ContainerPreferredAllocationRequest *cr,
+                           struct vg_arena *a, V1beta1__ContainerPreferredAllocationResponse *out) {
+  struct vg_plugin *p = res->plugin;
+  size_t want = (size_t)cr->allocation_size;
+  bool used[VG_MAX_GPUS] = {false};
+  size_t avail[VG_MAX_GPUS] = {0};
+  int *gpu = vg_arena_alloc(a, (cr->n_available_deviceids + 1) * sizeof(int));
+  for (size_t i = 0; i < cr->n_available_deviceids; i++) {
+    gpu[i] = gpu_of(res, p->gpus, p->ngpus, cr->available_deviceids[i]);
+    if (gpu[i] >= 0) avail[gpu[i]]++;
+  }
+  int first = -1;
+  for (size_t i = 0; i < cr->n_must_include_deviceids && out->n_deviceids < want; i++) {
+    out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, cr->must_include_deviceids[i]);
+    int g = gpu_of(res, p->gpus, p->ngpus, cr->must_include_deviceids[i]);
+    if (g >= 0) used[g] = true;
+    if (first < 0) first = g;
+  }
+  size_t must = out->n_deviceids;
+  if (one_gpu_dialect(res)) {
+    int best = first;
+    if (best < 0) {
+      for (unsigned g = 0; g < p->ngpus; g++) {
+        if (avail[g] == 0) continue;
+        bool fits = avail[g] >= want, best_fits = best >= 0 && avail[best] >= want;
+        if (best < 0 || (fits && !best_fits) ||
+            (fits == best_fits && (fits ? avail[g] < avail[best] : avail[g] > avail[best])))
+          best = (int)g;
+      }
+    }
+    for (size_t i = 0; best >= 0 && i < cr->n_available_deviceids && out->n_deviceids < want; i++) {
+      const char *id = cr->available_deviceids[i];
+      if (gpu[i] == best && !contains(out->deviceids, must, id))
+        out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
+    }
+  } else {
+    while (out->n_deviceids < want) {
+      int best = -1;
+      for (unsigned g = 0; g < p->ngpus; g++)
+        if (!used[g] && avail[g] > 0 && (best < 0 || avail[g] < avail[best])) best = (int)g;
+      if (best < 0) break;
+      used[best] = true;
+      for (size_t i = 0; i < cr->n_available_deviceids; i++) {
+        const char *id = cr->available_deviceids[i];
+        if (gpu[i] == best && !contains(out->deviceids, out->n_deviceids, id)) {
+          out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < cr->n_available_deviceids && out->n_deviceids < want; i++) {
+    const char *id = cr->available_deviceids[i];
+    if (!contains(out->deviceids, out->n_deviceids, id))
+      out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
+  }
+}
+
+/* The scheduler's assignment first (outside the plugin's lock: it asks the
+ * kubelet and the API server), then the local rule. */
 static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct vg_arena *a,
                                   ProtobufCMessage **resp, char *detail, size_t len) {
   struct vg_resource *res = ctx;
@@ -233,10 +302,12 @@ static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct
   r->container_responses =
       vg_arena_alloc(a, (rq->n_container_requests + 1) * sizeof(*r->container_responses));
   pthread_mutex_lock(&p->lock);
+  vg_plugin_prefer_fn steer = p->prefer;
+  void *steer_arg = p->prefer_arg;
+  pthread_mutex_unlock(&p->lock);
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     const V1beta1__ContainerPreferredAllocationRequest *cr = rq->container_requests[c];
     if (cr->allocation_size < 0) {
-      pthread_mutex_unlock(&p->lock);
       snprintf(detail, len, "GetPreferredAllocation: negative allocation_size %d",
                (int)cr->allocation_size);
       return GRPC_STATUS_INVALID_ARGUMENT;
@@ -245,62 +316,24 @@ static grpc_status_code preferred(void *ctx, const ProtobufCMessage *req, struct
     V1beta1__ContainerPreferredAllocationResponse *out = vg_arena_alloc(a, sizeof(*out));
     v1beta1__container_preferred_allocation_response__init(out);
     out->deviceids = vg_arena_alloc(a, (want + 1) * sizeof(char *));
-    bool used[VG_MAX_GPUS] = {false};
-    size_t avail[VG_MAX_GPUS] = {0};
-    int *gpu = vg_arena_alloc(a, (cr->n_available_deviceids + 1) * sizeof(int));
-    for (size_t i = 0; i < cr->n_available_deviceids; i++) {
-      gpu[i] = gpu_of(res, p->gpus, p->ngpus, cr->available_deviceids[i]);
-      if (gpu[i] >= 0) avail[gpu[i]]++;
-    }
-    int first = -1;
-    for (size_t i = 0; i < cr->n_must_include_deviceids && out->n_deviceids < want; i++) {
-      out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, cr->must_include_deviceids[i]);
-      int g = gpu_of(res, p->gpus, p->ngpus, cr->must_include_deviceids[i]);
-      if (g >= 0) used[g] = true;
-      if (first < 0) first = g;
-    }
-    size_t must = out->n_deviceids;
-    if (one_gpu_dialect(res)) {
-      int best = first;
-      if (best < 0) {
-        for (unsigned g = 0; g < p->ngpus; g++) {
-          if (avail[g] == 0) continue;
-          bool fits = avail[g] >= want, best_fits = best >= 0 && avail[best] >= want;
-          if (best < 0 || (fits && !best_fits) ||
-              (fits == best_fits && (fits ? avail[g] < avail[best] : avail[g] > avail[best])))
-            best = (int)g;
-        }
-      }
-      for (size_t i = 0; best >= 0 && i < cr->n_available_deviceids && out->n_deviceids < want;
-           i++) {
-        const char *id = cr->available_deviceids[i];
-        if (gpu[i] == best && !contains(out->deviceids, must, id))
-          out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
-      }
+    struct vg_steer_request sr = {res->name,
+                                  one_gpu_dialect(res),
+                                  (const char *const *)cr->available_deviceids,
+                                  cr->n_available_deviceids,
+                                  (const char *const *)cr->must_include_deviceids,
+                                  cr->n_must_include_deviceids,
+                                  want};
+    const char **steered = vg_arena_alloc(a, (want + 1) * sizeof(char *));
+    if (steer != NULL && want > 0 && steer(steer_arg, &sr, steered) == want) {
+      for (size_t i = 0; i < want; i++) out->deviceids[i] = vg_arena_strdup(a, steered[i]);
+      out->n_deviceids = want;
     } else {
-      while (out->n_deviceids < want) {
-        int best = -1;
-        for (unsigned g = 0; g < p->ngpus; g++)
-          if (!used[g] && avail[g] > 0 && (best < 0 || avail[g] < avail[best])) best = (int)g;
-        if (best < 0) break;
-        used[best] = true;
-        for (size_t i = 0; i < cr->n_available_deviceids; i++) {
-          const char *id = cr->available_deviceids[i];
-          if (gpu[i] == best && !contains(out->deviceids, out->n_deviceids, id)) {
-            out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
-            break;
-          }
-        }
-      }
-    }
-    for (size_t i = 0; i < cr->n_available_deviceids && out->n_deviceids < want; i++) {
-      const char *id = cr->available_deviceids[i];
-      if (!contains(out->deviceids, out->n_deviceids, id))
-        out->deviceids[out->n_deviceids++] = vg_arena_strdup(a, id);
+      pthread_mutex_lock(&p->lock);
+      prefer_locally(res, cr, a, out);
+      pthread_mutex_unlock(&p->lock);
     }
     r->container_responses[r->n_container_responses++] = out;
   }
-  pthread_mutex_unlock(&p->lock);
   *resp = &r->base;
   return GRPC_STATUS_OK;
 }

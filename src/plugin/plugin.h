@@ -17,6 +17,7 @@
 #include "devices.h"
 #include "dialect.h"
 #include "grpc_server.h"
+#include "steer.h"
 
 #define VG_CONTAINER_DIR "/usr/local/vgpu"
 /* Most resources one node serves (vgpu, gpushare, timeSlicing + whole GPUs, cce). */
@@ -31,6 +32,11 @@ struct vg_plugin_opts {
 };
 
 struct vg_plugin;
+
+/* A source of GetPreferredAllocation answers (steer.h): rq->size IDs written
+ * to out, or 0 for no opinion. Called on gRPC worker threads, without locks. */
+typedef size_t (*vg_plugin_prefer_fn)(void *arg, const struct vg_steer_request *rq,
+                                      const char **out);
 
 /* One kubelet resource: its own socket, registration and ListAndWatch. */
 struct vg_resource {
@@ -48,13 +54,15 @@ struct vg_plugin {
   char library[VG_CONFIG_PATH_MAX];
   char dev_root[VG_CONFIG_PATH_MAX];
   bool debug;
-  pthread_mutex_t lock; /* gpus, observer */
+  pthread_mutex_t lock; /* gpus, observer, prefer */
   struct vg_gpu gpus[VG_MAX_GPUS];
   unsigned ngpus;
   struct vg_resource res[VG_PLUGIN_MAX_RESOURCES];
   size_t nres;
   void (*observer)(void *arg);
   void *observer_arg;
+  vg_plugin_prefer_fn prefer;
+  void *prefer_arg;
 };
 
 extern const struct vg_rpc_method vg_plugin_methods[];
@@ -84,6 +92,10 @@ int vg_plugin_slot_path(const char *const *ids, size_t n, char *out, size_t len)
  * locks, on a gRPC thread; keep it short: the binder uses it to wake up).
  * NULL removes it. */
 void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg), void *arg);
+
+/* fn answers GetPreferredAllocation first (the scheduler's assignment);
+ * when it has no opinion the plugin's own rule applies. NULL removes it. */
+void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn, void *arg);
 
 /* One line on stderr, prefixed with the program name. */
 void vg_plog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

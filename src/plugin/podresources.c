@@ -1,14 +1,15 @@
 /* podresources.c -- see podresources.h. */
 #include "podresources.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "grpc_server.h"
 #include "podresources.pb-c.h"
 
-int vg_podresources_list(const char *socket_path, int timeout_ms, vg_podresources_fn cb, void *arg,
-                         struct vg_err *err) {
+static int walk(const char *socket_path, int timeout_ms, bool with_empty, vg_podresources_fn cb,
+                void *arg, struct vg_err *err) {
   char target[4200];
   if (strncmp(socket_path, "unix:", 5) == 0)
     snprintf(target, sizeof(target), "%s", socket_path);
@@ -32,6 +33,12 @@ int vg_podresources_list(const char *socket_path, int timeout_ms, vg_podresource
     const V1__PodResources *pr = resp->pod_resources[p];
     for (size_t c = 0; c < pr->n_containers && rc == 0; c++) {
       const V1__ContainerResources *cr = pr->containers[c];
+      size_t held = 0;
+      for (size_t d = 0; d < cr->n_devices; d++) held += cr->devices[d]->n_device_ids;
+      if (held == 0 && with_empty) {
+        struct vg_pod_devices none = {pr->namespace_, pr->name, cr->name, NULL, NULL, 0};
+        rc = cb(&none, arg);
+      }
       for (size_t d = 0; d < cr->n_devices && rc == 0; d++) {
         const V1__ContainerDevices *cd = cr->devices[d];
         if (cd->n_device_ids == 0) continue;
@@ -49,4 +56,14 @@ int vg_podresources_list(const char *socket_path, int timeout_ms, vg_podresource
   }
   protobuf_c_message_free_unpacked(msg, NULL);
   return rc;
+}
+
+int vg_podresources_list(const char *socket_path, int timeout_ms, vg_podresources_fn cb, void *arg,
+                         struct vg_err *err) {
+  return walk(socket_path, timeout_ms, false, cb, arg, err);
+}
+
+int vg_podresources_list_all(const char *socket_path, int timeout_ms, vg_podresources_fn cb,
+                             void *arg, struct vg_err *err) {
+  return walk(socket_path, timeout_ms, true, cb, arg, err);
 }

@@ -34,4 +34,11 @@ typedef int (*vg_podresources_fn)(const struct vg_pod_devices *d, void *arg);
 int vg_podresources_list(const char *socket_path, int timeout_ms, vg_podresources_fn cb, void *arg,
                          struct vg_err *err);
 
+/* The same, and cb is also called once for every container that holds no
+ * device IDs at all, with resource NULL and n_ids 0: the kubelet lists a pod
+ * from the moment it starts admitting it, so such a container may be the one
+ * whose devices are being chosen right now (docs/allocation.md, steering). */
+int vg_podresources_list_all(const char *socket_path, int timeout_ms, vg_podresources_fn cb,
+                             void *arg, struct vg_err *err);
+
 #endif

@@ -167,6 +167,12 @@ void vg_spawn_output(const struct vg_env *env, pid_t pid, char *buf, size_t len)
   read_file(path, buf, len);
 }
 
+void vg_spawn_errors(const struct vg_env *env, pid_t pid, char *buf, size_t len) {
+  char path[400];
+  snprintf(path, sizeof(path), "%s/spawn-%d.err", env->dir, (int)pid);
+  read_file(path, buf, len);
+}
+
 bool vg_json_u64(const char *out, const char *key, unsigned long long *value) {
   char pattern[128];
   snprintf(pattern, sizeof(pattern), "\"%s\":", key);

@@ -49,6 +49,8 @@ int vg_run(const struct vg_env *env, char *const argv[], struct vg_run *run);
 pid_t vg_spawn(const struct vg_env *env, char *const argv[]);
 /* What the spawned process pid has written to stdout so far. */
 void vg_spawn_output(const struct vg_env *env, pid_t pid, char *buf, size_t len);
+/* The same for its stderr. */
+void vg_spawn_errors(const struct vg_env *env, pid_t pid, char *buf, size_t len);
 /* Waits for pid; returns exit code or 128+signal. */
 int vg_wait(pid_t pid);
 

@@ -350,6 +350,8 @@ class Handler(BaseHTTPRequestHandler):
                     key = ("", meta["name"])
                 st.uid += 1
                 meta.setdefault("uid", "uid-%d" % st.uid)
+                # Set by the server, to the second, as the real one does.
+                meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 obj.setdefault("kind", kind)
                 obj.setdefault("apiVersion", "v1")
                 st.bump(obj)

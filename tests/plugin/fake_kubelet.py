@@ -29,6 +29,14 @@ listing what these commands assigned, as the kubelet lists its pods:
   assign NS POD CONTAINER RESOURCE ID,ID,...   the container holds these IDs
   unassign NS POD                              the pod is gone
   podresources_calls                           how many List calls came
+  admit NS POD CONTAINER RESOURCE SIZE [ID,ID,...]
+      one container's admission as the kubelet does it: the pod is listed
+      (its container holding nothing yet), GetPreferredAllocation gets the
+      healthy IDs no container holds, the preferred IDs that are available
+      are taken and the rest filled in order, Allocate, and then the IDs are
+      listed for the container. With IDs given, those are taken instead of
+      the preference (a kubelet that ignores it). A failed Allocate unlists
+      the pod, as a rejected pod's admission ends.
 Usage: fake_kubelet.py --dir DIR --proto-dir DIR [--defer] [--podresources SOCKET]
 """
 import argparse
@@ -94,6 +102,15 @@ class PodResources:
     def assign(self, ns, pod, container, resource, ids):
         with self.lock:
             self.pods.setdefault((ns, pod), {}).setdefault(container, {})[resource] = ids
+
+    def admitting(self, ns, pod, container):
+        with self.lock:
+            self.pods.setdefault((ns, pod), {}).setdefault(container, {})
+
+    def held(self, resource):
+        with self.lock:
+            return {i for cs in self.pods.values() for rs in cs.values()
+                    for r, ids in rs.items() if r == resource for i in ids}
 
     def unassign(self, ns, pod):
         with self.lock:
@@ -289,6 +306,49 @@ class Kubelet:
         return {"ok": not failed, "calls": len(jobs), "failed": failed,
                 "slots": {k: sorted(v) for k, v in slots.items()}}
 
+    def admit(self, pr, ns, pod, container, resource, size, forced):
+        """One container's admission (devicemanager: devicesToAllocate + Allocate)."""
+        with self.cond:
+            plugin = self.plugins.get(resource)
+            snaps = self.snapshots(resource)
+            snap = snaps[-1] if snaps else {}
+        if plugin is None:
+            return {"ok": False, "error": "no plugin registered for " + resource}
+        _, options, _, stub = plugin
+        pr.admitting(ns, pod, container)
+        held = pr.held(resource)
+        available = sorted(i for i, h in snap.items() if h == "Healthy" and i not in held)
+        result = {"ok": True, "preferred": []}
+        try:
+            if options.get_preferred_allocation_available:
+                req = self.pb.PreferredAllocationRequest(container_requests=[
+                    self.pb.ContainerPreferredAllocationRequest(
+                        available_deviceIDs=available, must_include_deviceIDs=[],
+                        allocation_size=size)])
+                pref = stub.GetPreferredAllocation(req, timeout=10)
+                result["preferred"] = list(pref.container_responses[0].deviceIDs)
+            if forced:
+                chosen = forced
+            else:
+                chosen = [i for i in result["preferred"] if i in available][:size]
+                chosen += [i for i in available if i not in chosen][:size - len(chosen)]
+            if len(chosen) < size:
+                pr.unassign(ns, pod)
+                return {"ok": False, "error": "only %d of %d %s free" % (len(chosen), size, resource)}
+            req = self.pb.AllocateRequest(container_requests=[
+                self.pb.ContainerAllocateRequest(devices_ids=chosen)])
+            resp = stub.Allocate(req, timeout=10)
+        except self.grpc.RpcError as e:
+            pr.unassign(ns, pod)
+            return {"ok": False, "code": e.code().name, "details": e.details()}
+        pr.assign(ns, pod, container, resource, chosen)
+        c = resp.container_responses[0]
+        result["ids"] = chosen
+        result["envs"] = dict(c.envs)
+        result["mounts"] = [{"host_path": m.host_path, "container_path": m.container_path,
+                             "read_only": m.read_only} for m in c.mounts]
+        return result
+
     def allocate(self, ids, name=None):
         with self.cond:
             plugin = self.plugins.get(name if name is not None else self.last)
@@ -387,6 +447,9 @@ def main():
             emit({"ok": True})
         elif cmd == "unassign" and pr is not None and len(words) == 3:
             emit({"ok": pr.unassign(words[1], words[2])})
+        elif cmd == "admit" and pr is not None and len(words) in (6, 7):
+            forced = words[6].split(",") if len(words) == 7 else None
+            emit(k.admit(pr, words[1], words[2], words[3], words[4], int(words[5]), forced))
         elif cmd == "podresources_calls" and pr is not None:
             with pr.lock:
                 emit({"ok": True, "calls": pr.calls})

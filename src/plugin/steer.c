@@ -1,0 +1,317 @@
+/* steer.c -- see steer.h and docs/allocation.md ("Steering"). */
+#include "steer.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "assignment.h"
+#include "k8s.h"
+#include "plugin.h"
+#include "podresources.h"
+
+#define STEER_LIST_TIMEOUT_MS 3000
+#define STEER_LOGGED_MAX 256
+
+struct vg_steer {
+  struct vg_k8s_client *k8s;
+  char node[256];
+  char socket[1024];
+  bool debug;
+  pthread_mutex_t lock; /* stats, logged */
+  struct vg_steer_stats stats;
+  char *logged[STEER_LOGGED_MAX]; /* malformed assignments said once */
+  size_t nlogged;
+};
+
+/* ---- what the kubelet holds: PodResources ---- */
+
+struct held {
+  char *ns, *pod, *container, *resource; /* resource NULL: the container holds nothing */
+};
+
+struct held_list {
+  struct held *v;
+  size_t n, cap;
+};
+
+static char *dup_or_empty(const char *s) { return strdup(s != NULL ? s : ""); }
+
+static int collect(const struct vg_pod_devices *d, void *arg) {
+  struct held_list *l = arg;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    struct held *v = realloc(l->v, cap * sizeof(*v));
+    if (v == NULL) return -1;
+    l->v = v, l->cap = cap;
+  }
+  struct held *h = &l->v[l->n++];
+  h->ns = dup_or_empty(d->ns), h->pod = dup_or_empty(d->pod);
+  h->container = dup_or_empty(d->container);
+  h->resource = d->resource != NULL ? strdup(d->resource) : NULL;
+  return 0;
+}
+
+static void held_free(struct held_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].ns), free(l->v[i].pod), free(l->v[i].container), free(l->v[i].resource);
+  }
+  free(l->v);
+}
+
+/* Is the pod listed at all (admission started)? Does the container hold IDs
+ * of the resource (its allocation is done)? */
+static void held_state(const struct held_list *l, const char *ns, const char *pod,
+                       const char *container, const char *resource, bool *listed, bool *holds) {
+  *listed = *holds = false;
+  for (size_t i = 0; i < l->n; i++) {
+    const struct held *h = &l->v[i];
+    if (strcmp(h->ns, ns) != 0 || strcmp(h->pod, pod) != 0) continue;
+    *listed = true;
+    if (h->resource != NULL && strcmp(h->container, container) == 0 &&
+        strcmp(h->resource, resource) == 0)
+      *holds = true;
+  }
+}
+
+/* ---- the request's IDs per GPU ---- */
+
+static bool on_gpu(const char *id, const char *uuid) {
+  size_t n = strlen(uuid);
+  return strncmp(id, uuid, n) == 0 && strncmp(id + n, "::", 2) == 0;
+}
+
+static size_t count_on(const char *const *ids, size_t n, const char *uuid) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += on_gpu(ids[i], uuid);
+  return c;
+}
+
+static bool assigned_gpu(const struct vg_assign_ctr *c, const char *id) {
+  for (int k = 0; k < c->ngpus; k++)
+    if (on_gpu(id, c->gpu[k].uuid)) return true;
+  return false;
+}
+
+/* Can the request be answered with IDs on exactly c's GPUs? */
+static bool feasible(const struct vg_steer_request *rq, const struct vg_assign_ctr *c) {
+  for (size_t i = 0; i < rq->n_must; i++)
+    if (!assigned_gpu(c, rq->must[i])) return false;
+  if (rq->one_gpu) {
+    if (c->ngpus != 1) return false;
+    return count_on(rq->available, rq->n_available, c->gpu[0].uuid) >= rq->size;
+  }
+  if ((size_t)c->ngpus != rq->size) return false;
+  for (int k = 0; k < c->ngpus; k++)
+    if (count_on(rq->available, rq->n_available, c->gpu[k].uuid) == 0 &&
+        count_on(rq->must, rq->n_must, c->gpu[k].uuid) == 0)
+      return false;
+  return true;
+}
+
+static bool contains(const char **ids, size_t n, const char *id) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(ids[i], id) == 0) return true;
+  return false;
+}
+
+/* must_include first; then for count dialects one ID on each assigned GPU
+ * the must list does not cover, for memory dialects IDs of the one GPU. */
+static size_t answer(const struct vg_steer_request *rq, const struct vg_assign_ctr *c,
+                     const char **out) {
+  size_t n = 0;
+  for (size_t i = 0; i < rq->n_must && n < rq->size; i++) out[n++] = rq->must[i];
+  for (int k = 0; k < c->ngpus && n < rq->size; k++) {
+    if (!rq->one_gpu && count_on(out, n, c->gpu[k].uuid) > 0) continue;
+    for (size_t i = 0; i < rq->n_available && n < rq->size; i++) {
+      const char *id = rq->available[i];
+      if (!on_gpu(id, c->gpu[k].uuid) || contains(out, n, id)) continue;
+      out[n++] = id;
+      if (!rq->one_gpu) break;
+    }
+  }
+  return n;
+}
+
+/* ---- choosing the container under admission ---- */
+
+struct candidate {
+  int rank;          /* 0: its pod is listed by the kubelet (admitting); 1: not yet */
+  const char *stamp; /* creationTimestamp (RFC 3339 sorts as text) */
+  const char *ns, *pod;
+  int ctr; /* position in the assignment: the kubelet goes in spec order */
+  struct vg_assign_ctr gpus;
+};
+
+static bool better(const struct candidate *a, const struct candidate *b) {
+  if (a->rank != b->rank) return a->rank < b->rank;
+  int c = strcmp(a->stamp, b->stamp);
+  if (c != 0) return c < 0;
+  if ((c = strcmp(a->ns, b->ns)) != 0) return c < 0;
+  if ((c = strcmp(a->pod, b->pod)) != 0) return c < 0;
+  return a->ctr < b->ctr;
+}
+
+static bool same_gpus(const struct vg_assign_ctr *a, const struct vg_assign_ctr *b) {
+  if (a->ngpus != b->ngpus) return false;
+  for (int k = 0; k < a->ngpus; k++)
+    if (!assigned_gpu(b, a->gpu[k].uuid)) return false;
+  return true;
+}
+
+static const char *str_at(json_object *o, const char *a, const char *b) {
+  json_object *x = NULL, *y = NULL;
+  if (!json_object_object_get_ex(o, a, &x) || !json_object_object_get_ex(x, b, &y)) return "";
+  return json_object_is_type(y, json_type_string) ? json_object_get_string(y) : "";
+}
+
+static void note_malformed(struct vg_steer *s, const char *ns, const char *pod, const char *why) {
+  char key[600];
+  snprintf(key, sizeof(key), "%s/%s", ns, pod);
+  pthread_mutex_lock(&s->lock);
+  s->stats.malformed++;
+  bool first = true;
+  for (size_t i = 0; i < s->nlogged && first; i++) first = strcmp(s->logged[i], key) != 0;
+  if (first && s->nlogged < STEER_LOGGED_MAX) s->logged[s->nlogged++] = strdup(key);
+  pthread_mutex_unlock(&s->lock);
+  if (first)
+    vg_plog("steer: pod %s: %s; its GPUs cannot be steered (the binder refuses it)", key, why);
+}
+
+struct candidates {
+  struct candidate *v;
+  size_t n, cap;
+  size_t no_room; /* waiting containers whose GPUs lack free IDs */
+};
+
+/* Adds every assigned container of one pod that could be the one under
+ * admission for the request. */
+static void consider_pod(struct vg_steer *s, json_object *pod, const struct held_list *held,
+                         const struct vg_steer_request *rq, struct candidates *cs) {
+  const char *ns = str_at(pod, "metadata", "namespace"), *name = str_at(pod, "metadata", "name");
+  const char *phase = str_at(pod, "status", "phase");
+  if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return;
+  struct vg_assignment a;
+  struct vg_err err = {""};
+  int has = vg_assign_from_pod(pod, &a, &err);
+  if (has < 0) note_malformed(s, ns, name, err.msg);
+  if (has <= 0) return;
+  for (int i = 0; i < a.nctrs; i++) {
+    const struct vg_assign_ctr *c = &a.ctr[i];
+    if (strcmp(c->resource, rq->resource) != 0) continue;
+    bool listed, holds;
+    held_state(held, ns, name, c->name, rq->resource, &listed, &holds);
+    if (holds) continue;
+    if (!feasible(rq, c)) {
+      cs->no_room++;
+      continue;
+    }
+    if (cs->n == cs->cap) {
+      size_t cap = cs->cap ? cs->cap * 2 : 16;
+      struct candidate *v = realloc(cs->v, cap * sizeof(*v));
+      if (v == NULL) break;
+      cs->v = v, cs->cap = cap;
+    }
+    cs->v[cs->n++] = (struct candidate){
+        listed ? 0 : 1, str_at(pod, "metadata", "creationTimestamp"), ns, name, i, *c};
+  }
+  vg_assign_free(&a);
+}
+
+/* The best candidate; *ambiguous when another of the same rank wants other GPUs. */
+static const struct candidate *pick(const struct candidates *cs, bool *ambiguous) {
+  const struct candidate *best = NULL;
+  for (size_t i = 0; i < cs->n; i++)
+    if (best == NULL || better(&cs->v[i], best)) best = &cs->v[i];
+  *ambiguous = false;
+  for (size_t i = 0; best != NULL && i < cs->n; i++)
+    if (cs->v[i].rank == best->rank && !same_gpus(&cs->v[i].gpus, &best->gpus)) *ambiguous = true;
+  return best;
+}
+
+static void count(struct vg_steer *s, uint64_t *field) {
+  pthread_mutex_lock(&s->lock);
+  (*field)++;
+  pthread_mutex_unlock(&s->lock);
+}
+
+size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, const char **out) {
+  count(s, &s->stats.calls);
+  if (rq->size == 0 || s->k8s == NULL) return 0;
+  struct held_list held = {NULL, 0, 0};
+  json_object *pods = NULL;
+  struct vg_err err = {""};
+  char rv[64];
+  if (vg_podresources_list_all(s->socket, STEER_LIST_TIMEOUT_MS, collect, &held, &err) != 0 ||
+      vg_k8s_list_pods(s->k8s, s->node, &pods, rv, sizeof(rv), &err) != 0) {
+    held_free(&held);
+    count(s, &s->stats.errors);
+    if (s->debug) vg_plog("steer: %s; the plugin's own preference applies", err.msg);
+    return 0;
+  }
+  struct candidates cs = {NULL, 0, 0, 0};
+  json_object *items = NULL;
+  json_object_object_get_ex(pods, "items", &items);
+  size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
+  for (size_t i = 0; i < n; i++)
+    consider_pod(s, json_object_array_get_idx(items, i), &held, rq, &cs);
+  bool ambiguous;
+  const struct candidate *best = pick(&cs, &ambiguous);
+  size_t got = best != NULL ? answer(rq, &best->gpus, out) : 0;
+  if (got == rq->size && s->debug)
+    vg_plog("steer: %s for %s/%s container %s%s", rq->resource, best->ns, best->pod,
+            best->gpus.name, ambiguous ? " (ambiguous: oldest pod first)" : "");
+  pthread_mutex_lock(&s->lock);
+  if (best == NULL && cs.no_room == 0)
+    s->stats.unassigned++;
+  else if (got != rq->size)
+    s->stats.no_room++;
+  else
+    s->stats.steered++, s->stats.decisive += best->rank == 0 && !ambiguous;
+  pthread_mutex_unlock(&s->lock);
+  free(cs.v);
+  json_object_put(pods);
+  held_free(&held);
+  return got == rq->size ? got : 0;
+}
+
+size_t vg_steer_prefer_fn(void *steer, const struct vg_steer_request *rq, const char **out) {
+  return vg_steer_prefer(steer, rq, out);
+}
+
+struct vg_steer *vg_steer_new(struct vg_k8s_client *k8s, const char *node,
+                              const char *podresources_socket, bool debug, struct vg_err *err) {
+  if (node == NULL || node[0] == '\0' || strlen(node) >= sizeof(((struct vg_steer *)0)->node)) {
+    vg_err_set(err, "steer: a node name (1..255 bytes) is needed to list the node's pods");
+    return NULL;
+  }
+  struct vg_steer *s = calloc(1, sizeof(*s));
+  if (s == NULL) {
+    vg_err_set(err, "steer: out of memory");
+    return NULL;
+  }
+  s->k8s = k8s;
+  s->debug = debug;
+  snprintf(s->node, sizeof(s->node), "%s", node);
+  snprintf(s->socket, sizeof(s->socket), "%s",
+           podresources_socket != NULL && podresources_socket[0] != '\0' ? podresources_socket
+                                                                         : VG_PODRESOURCES_SOCKET);
+  pthread_mutex_init(&s->lock, NULL);
+  return s;
+}
+
+void vg_steer_get_stats(struct vg_steer *s, struct vg_steer_stats *st) {
+  pthread_mutex_lock(&s->lock);
+  *st = s->stats;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void vg_steer_free(struct vg_steer *s) {
+  if (s == NULL) return;
+  for (size_t i = 0; i < s->nlogged; i++) free(s->logged[i]);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}

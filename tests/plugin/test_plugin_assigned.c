@@ -1,0 +1,312 @@
+/*
+ * test_plugin_assigned.c -- the scheduler's assignment carried through the
+ * node: vgpu-scheduler binds pods and writes `vgpu.io/assigned`; the fake
+ * kubelet admits them one at a time as the kubelet does (the pod listed in
+ * PodResources from the start of its admission, GetPreferredAllocation over
+ * the free IDs, Allocate); the plugin must steer every container to exactly
+ * the GPUs the scheduler chose and bind exactly the limits it assigned. A
+ * kubelet that ignores the preference, and a malformed annotation, must
+ * leave the container's limits pending (libvgpu fails closed) while the
+ * plugin goes on serving everyone else.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+// clang-format off
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <json-c/json.h>
+
+#include "assignment.h"
+#include "k8s.h"
+#include "plugin_fixture.h"
+
+#define MIB (1ull << 20)
+
+/* start_node with 4 IDs per GPU; the two GPUs' UUIDs. */
+static void two_gpu_node(struct setup *s, char u0[128], char u1[128]) {
+  char kubeconfig[500];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  two_uuids(s->fk.line, u0, u1, 128);
+}
+
+/* A pod bound to node1 with an assignment written by hand. */
+static void add_assigned_pod(struct setup *s, const char *name, const char *assigned) {
+  json_object *pod = json_object_new_object(), *meta = json_object_new_object();
+  json_object *ann = json_object_new_object();
+  json_object_object_add(ann, VG_ASSIGNED_ANNOTATION, json_object_new_string(assigned));
+  json_object_object_add(meta, "name", json_object_new_string(name));
+  json_object_object_add(meta, "namespace", json_object_new_string("default"));
+  json_object_object_add(meta, "annotations", ann);
+  json_object_object_add(pod, "metadata", meta);
+  json_object *spec = json_tokener_parse(
+      "{\"nodeName\":\"node1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/vgpu\":\"1\"}}}]}");
+  json_object_object_add(pod, "spec", spec);
+  assert_true(api(s, "POST", "/_test/pods", json_object_to_json_string(pod), NULL, 0) < 300);
+  json_object_put(pod);
+}
+
+static char *one_gpu_assignment(const char *uuid, uint64_t memory, int cores) {
+  static char text[1024];
+  snprintf(text, sizeof(text),
+           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
+           "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%llu,"
+           "\"cores\":%d}]}]}",
+           uuid, (unsigned long long)memory, cores);
+  return text;
+}
+
+/* Waits until the region of an admit answer is no longer pending. */
+static bool bound(const char *admitted, struct region_view *v, double seconds) {
+  region_from(admitted, v);
+  for (int i = 0; i < (int)(seconds * 40) && v->pending; i++) {
+    usleep(25000);
+    region_from(admitted, v);
+  }
+  return !v->pending;
+}
+
+/* The limits the region holds for a GPU, by UUID; false if it has none. */
+static bool region_gpu(const struct region_view *v, const char *uuid, uint64_t *mem, unsigned *sm) {
+  for (unsigned i = 0; i < v->ndev && i < 4; i++)
+    if (strcmp(v->uuid[i], uuid) == 0) {
+      *mem = v->limit[i];
+      *sm = v->sm[i];
+      return true;
+    }
+  return false;
+}
+
+/* Two pods assigned to GPU 1 and GPU 0, admitted in that order: the plugin's
+ * own rule would take GPU 0 first, the assignment says otherwise. */
+static void test_steer_follows_assignment(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  add_assigned_pod(s, "a", one_gpu_assignment(u1, 3000 * MIB, 30));
+  add_assigned_pod(s, "b", one_gpu_assignment(u0, 1000 * MIB, 0));
+
+  static char ra[1 << 16], rb[1 << 16];
+  snprintf(ra, sizeof(ra), "%s", fake(s, "admit default a c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(ra, "\"ok\": true"));
+  snprintf(rb, sizeof(rb), "%s", fake(s, "admit default b c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(rb, "\"ok\": true"));
+  char want[200];
+  snprintf(want, sizeof(want), "\"ids\": [\"%s::", u1);
+  assert_non_null(strstr(ra, want));
+  snprintf(want, sizeof(want), "\"ids\": [\"%s::", u0);
+  assert_non_null(strstr(rb, want));
+
+  struct region_view v;
+  uint64_t mem;
+  unsigned sm;
+  assert_true(bound(ra, &v, 5));
+  assert_true(region_gpu(&v, u1, &mem, &sm));
+  assert_int_equal(mem, 3000 * MIB);
+  assert_int_equal(sm, 30);
+  assert_true(bound(rb, &v, 5));
+  assert_true(region_gpu(&v, u0, &mem, &sm));
+  assert_int_equal(mem, 1000 * MIB);
+  assert_int_equal(sm, 0);
+}
+
+/* A kubelet that ignores the preference gives pod "a" GPU 0 although the
+ * scheduler assigned GPU 1: its limits stay pending and the log says why. */
+static void test_mismatch_fails_closed(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  add_assigned_pod(s, "a", one_gpu_assignment(u1, 3000 * MIB, 30));
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default a c nvidia.com/vgpu 1 %s::0", u0));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  char want[400];
+  snprintf(want, sizeof(want), "\"preferred\": [\"%s::", u1);
+  assert_non_null(strstr(r, want)); /* it was steered, and overruled */
+  snprintf(want, sizeof(want), "GPU(s) %s, but the scheduler assigned %s", u0, u1);
+  assert_true(wait_log(s, want, 5));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+}
+
+/* A malformed assignment: no steering, limits pending with the field named;
+ * the next, well-formed pod is served and bound as usual. */
+static void test_malformed_assignment(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  char bad[600];
+  snprintf(bad, sizeof(bad),
+           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
+           "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":1,\"memory\":-5,"
+           "\"cores\":0}]}]}",
+           u1);
+  add_assigned_pod(s, "bad", bad);
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default bad c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_true(wait_log(s,
+                       "pod default/bad: annotation vgpu.io/assigned: container c: gpus[0]: "
+                       "\"memory\" is -5",
+                       5));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+
+  add_assigned_pod(s, "good", one_gpu_assignment(u1, 2000 * MIB, 10));
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default good c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  uint64_t mem;
+  unsigned sm;
+  assert_true(bound(r, &v, 5));
+  assert_true(region_gpu(&v, u1, &mem, &sm));
+  assert_int_equal(mem, 2000 * MIB);
+  assert_int_equal(sm, 10);
+}
+
+/* ---- through the real scheduler ---- */
+
+/* The pod's assignment as the API server holds it. */
+static void assignment_of(struct setup *s, const char *name, struct vg_assignment *a) {
+  static char body[1 << 16];
+  char path[200];
+  snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
+  assert_int_equal(api(s, "GET", path, NULL, body, sizeof(body)), 200);
+  json_object *pod = json_tokener_parse(body);
+  struct vg_err err;
+  if (vg_assign_from_pod(pod, a, &err) != 1) fail_msg("pod %s: no assignment (%s)", name, err.msg);
+  json_object_put(pod);
+}
+
+enum { PODS = 50 };
+
+/* pod i: 1 GPU (2 every fifth pod), 256..1216 MiB per GPU, 0 or 5 % cores. */
+static int pod_gpus(int i) { return i % 5 == 0 ? 2 : 1; }
+
+static void create_unbound_pods(struct setup *s) {
+  for (int i = 0; i < PODS; i++) {
+    char pod[700];
+    snprintf(pod, sizeof(pod),
+             "{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"default\"},\"spec\":{"
+             "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":"
+             "\"%d\",\"nvidia.com/gpumem\":\"%d\",\"nvidia.com/gpucores\":\"%d\"}}}]}}",
+             i, pod_gpus(i), 256 + (i % 11) * 96, (i % 3 == 0) ? 5 : 0);
+    assert_true(api(s, "POST", "/_test/pods", pod, NULL, 0) < 300);
+  }
+}
+
+static void wait_inventory(struct setup *s) {
+  static char body[1 << 16];
+  for (int i = 0; i < 100; i++) {
+    api(s, "GET", "/api/v1/nodes/node1", NULL, body, sizeof(body));
+    if (strstr(body, "vgpu.io/gpu-inventory") != NULL) return;
+    usleep(50000);
+  }
+  fail_msg("the plugin never published the inventory");
+}
+
+/* Every container's IDs lie on its assigned GPUs (one per GPU), and its
+ * region holds the assigned memory and cores for each of them. */
+static void check_pod(struct setup *s, int i, const char *admitted) {
+  char name[16];
+  snprintf(name, sizeof(name), "p%d", i);
+  struct vg_assignment a;
+  assignment_of(s, name, &a);
+  const struct vg_assign_ctr *c = vg_assign_find(&a, "c", "nvidia.com/vgpu");
+  assert_non_null(c);
+  assert_int_equal(c->ngpus, pod_gpus(i));
+  json_object *r = json_tokener_parse(admitted), *ids;
+  assert_true(json_object_object_get_ex(r, "ids", &ids));
+  assert_int_equal(json_object_array_length(ids), c->ngpus);
+  struct region_view v;
+  if (!bound(admitted, &v, 10)) fail_msg("pod %s never bound", name);
+  assert_int_equal(v.ndev, c->ngpus);
+  for (int k = 0; k < c->ngpus; k++) {
+    bool on = false;
+    for (int j = 0; j < c->ngpus; j++) {
+      const char *id = json_object_get_string(json_object_array_get_idx(ids, j));
+      on = on || (strncmp(id, c->gpu[k].uuid, strlen(c->gpu[k].uuid)) == 0 &&
+                  strncmp(id + strlen(c->gpu[k].uuid), "::", 2) == 0);
+    }
+    if (!on) fail_msg("pod %s: no ID on its assigned GPU %s: %s", name, c->gpu[k].uuid, admitted);
+    uint64_t mem;
+    unsigned sm;
+    assert_true(region_gpu(&v, c->gpu[k].uuid, &mem, &sm));
+    assert_int_equal(mem, (uint64_t)c->gpu[k].memory);
+    assert_int_equal(mem, (uint64_t)(256 + (i % 11) * 96) * MIB);
+    assert_int_equal(sm, (unsigned)c->gpu[k].cores);
+  }
+  json_object_put(r);
+  vg_assign_free(&a);
+}
+
+/* Issue 4's concurrency check: 50 pods bound to one node at once by the
+ * real scheduler, admitted in random order; each container gets exactly the
+ * GPUs and limits the scheduler assigned to it. */
+static void test_scheduler_fifty_pods(void **state) {
+  struct setup *s = *state;
+  char kubeconfig[500];
+  vg_env_set(&s->env, "VGPU_SIM_DEVICES", "4");
+  vg_env_set(&s->env, "VGPU_SIM_MEMORY", "16g");
+  start_node(s, kubeconfig, sizeof(kubeconfig), "32");
+  wait_inventory(s);
+  char *sargv[] = {(char *)vg_build_path("bin/vgpu-scheduler"),
+                   "--listen",
+                   "127.0.0.1:0",
+                   "--kubeconfig",
+                   kubeconfig,
+                   NULL};
+  int port = 0;
+  s->sched = vg_start_server(sargv, &port);
+  assert_true(s->sched > 0);
+  create_unbound_pods(s);
+  static char out[1 << 16];
+  for (int i = 0; i < PODS; i++) {
+    char body[300];
+    snprintf(body, sizeof(body),
+             "{\"PodName\":\"p%d\",\"PodNamespace\":\"default\",\"PodUID\":\"\",\"Node\":"
+             "\"node1\"}",
+             i);
+    assert_int_equal(http_call(port, NULL, "POST", "/bind", body, out, sizeof(out)), 200);
+    if (strstr(out, "\"Error\":\"\"") == NULL && strstr(out, "\"Error\": \"\"") == NULL)
+      fail_msg("bind p%d: %s", i, out);
+  }
+  kill(s->sched, SIGTERM);
+  vg_wait(s->sched);
+  s->sched = 0;
+
+  int order[PODS];
+  for (int i = 0; i < PODS; i++) order[i] = i;
+  srand(2026);
+  for (int i = PODS - 1; i > 0; i--) {
+    int j = rand() % (i + 1), t = order[i];
+    order[i] = order[j], order[j] = t;
+  }
+  static char admitted[PODS][4096];
+  for (int n = 0; n < PODS; n++) {
+    int i = order[n];
+    const char *r = fake(s, "admit default p%d c nvidia.com/vgpu %d", i, pod_gpus(i));
+    if (strstr(r, "\"ok\": true") == NULL) fail_msg("admit p%d: %s", i, r);
+    snprintf(admitted[i], sizeof(admitted[i]), "%s", r);
+  }
+  for (int i = 0; i < PODS; i++) check_pod(s, i, admitted[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_steer_follows_assignment, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mismatch_fails_closed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_malformed_assignment, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scheduler_fifty_pods, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
