@@ -7,11 +7,12 @@
 #   make bench     hook overhead benchmark (bench/)
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
 #   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
+#   make bench-steer     GetPreferredAllocation with and without the scheduler's steering (bench/)
 #   make bench-replay    placement quality on the Alibaba GPU trace, every policy (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-replay fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay fuzz format clean
 
 all: build
 
@@ -55,6 +56,9 @@ bench-sm: build
 
 bench-allocate: build
 	@/usr/bin/python3 bench/allocate_latency.py
+
+bench-steer: build
+	@/usr/bin/python3 bench/steer_latency.py
 
 bench-replay: build
 	@bash bench/replay.sh

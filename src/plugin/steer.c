@@ -25,6 +25,7 @@ struct vg_steer {
   struct vg_steer_stats stats;
   char *logged[STEER_LOGGED_MAX]; /* malformed assignments said once */
   size_t nlogged;
+  char last_error[VG_ERR_MAX]; /* said once until the sources answer again */
 };
 
 /* ---- what the kubelet holds: PodResources ---- */
@@ -248,10 +249,19 @@ size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, co
   if (vg_podresources_list_all(s->socket, STEER_LIST_TIMEOUT_MS, collect, &held, &err) != 0 ||
       vg_k8s_list_pods(s->k8s, s->node, &pods, rv, sizeof(rv), &err) != 0) {
     held_free(&held);
-    count(s, &s->stats.errors);
-    if (s->debug) vg_plog("steer: %s; the plugin's own preference applies", err.msg);
+    pthread_mutex_lock(&s->lock);
+    s->stats.errors++;
+    bool changed = strcmp(s->last_error, err.msg) != 0;
+    if (changed) snprintf(s->last_error, sizeof(s->last_error), "%s", err.msg);
+    pthread_mutex_unlock(&s->lock);
+    if (changed) vg_plog("steer: %s; the plugin's own preference applies meanwhile", err.msg);
     return 0;
   }
+  pthread_mutex_lock(&s->lock);
+  bool recovered = s->last_error[0] != '\0';
+  s->last_error[0] = '\0';
+  pthread_mutex_unlock(&s->lock);
+  if (recovered) vg_plog("steer: the kubelet's PodResources and the API server answer again");
   struct candidates cs = {NULL, 0, 0, 0};
   json_object *items = NULL;
   json_object_object_get_ex(pods, "items", &items);

@@ -173,6 +173,26 @@ static void test_malformed_assignment(void **state) {
   assert_int_equal(sm, 10);
 }
 
+/* The API server goes away: admission is still served (the plugin's own
+ * preference), the log says why once, and the limits stay pending. */
+static void test_api_down_still_serves(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  add_assigned_pod(s, "a", one_gpu_assignment(u1, 3000 * MIB, 30));
+  kill(s->api, SIGKILL);
+  vg_wait(s->api);
+  s->api = 0;
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default a c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_true(wait_log(s, "the plugin's own preference applies meanwhile", 5));
+  assert_true(wait_log(s, "cannot read pod default/a (limits stay pending, retrying)", 5));
+  struct region_view v;
+  region_from(r, &v);
+  assert_true(v.pending);
+}
+
 /* ---- through the real scheduler ---- */
 
 /* The pod's assignment as the API server holds it. */
@@ -306,6 +326,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_steer_follows_assignment, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mismatch_fails_closed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_assignment, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_api_down_still_serves, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scheduler_fifty_pods, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
