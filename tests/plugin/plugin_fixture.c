@@ -211,13 +211,18 @@ const char *registered(struct setup *s, int n, const char *resource) {
 }
 
 void start_node(struct setup *s, char *kubeconfig, size_t len, const char *slots) {
+  start_node_with(s, kubeconfig, len, EXAMPLE("vgpu"), "nvidia.com/vgpu", slots);
+}
+
+void start_node_with(struct setup *s, char *kubeconfig, size_t len, const char *config,
+                     const char *resource, const char *slots) {
   start_api(s, kubeconfig, len);
   assert_true(api(s, "POST", "/_test/nodes", "{\"metadata\":{\"name\":\"node1\"}}", NULL, 0) < 300);
   snprintf(s->pr_socket, sizeof(s->pr_socket), "%s/pod-resources.sock", s->env.dir);
   start_fake(s, false);
   char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
                   "--config",
-                  EXAMPLE("vgpu"),
+                  (char *)config,
                   "--plugin-dir",
                   s->plugin_dir,
                   "--state-dir",
@@ -230,11 +235,11 @@ void start_node(struct setup *s, char *kubeconfig, size_t len, const char *slots
                   "node1",
                   "--podresources-socket",
                   s->pr_socket,
-                  "--slots",
+                  slots != NULL ? "--slots" : NULL,
                   (char *)slots,
                   NULL};
   s->plugin = vg_spawn(&s->env, argv);
   assert_true(s->plugin > 0);
-  registered(s, 1, "nvidia.com/vgpu");
+  registered(s, 1, resource);
   assert_non_null(strstr(fake(s, "devices 1 5"), "\"ok\": true"));
 }

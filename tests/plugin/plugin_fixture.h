@@ -76,6 +76,10 @@ long api(struct setup *s, const char *method, const char *path, const char *body
  * the plugin (vgpu dialect, `slots` IDs per GPU) registered and its first
  * device list received (in s->fk.line). */
 void start_node(struct setup *s, char *kubeconfig, size_t len, const char *slots);
+/* The same with another configuration file, advertising resource; slots
+ * NULL keeps the file's own. */
+void start_node_with(struct setup *s, char *kubeconfig, size_t len, const char *config,
+                     const char *resource, const char *slots);
 
 /* The two GPUs' UUIDs from a devices answer (the sorted IDs of GPU 0 come first). */
 void two_uuids(const char *json, char *u0, char *u1, size_t len);

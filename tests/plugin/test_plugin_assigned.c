@@ -173,6 +173,43 @@ static void test_malformed_assignment(void **state) {
   assert_int_equal(sm, 10);
 }
 
+/* gpushare (GiB units): the assignment names GPU 1 for 3 GiB; all three IDs
+ * come from GPU 1, although the plugin's own best-fit rule would take GPU 0
+ * (both are empty, GPU 0 comes first). The limits come from the IDs. */
+static void test_steer_gpushare(void **state) {
+  struct setup *s = *state;
+  char config[600], kubeconfig[500];
+  snprintf(config, sizeof(config), "%s/gpushare.yaml", s->env.dir);
+  FILE *f = fopen(config, "w");
+  fputs("version: v1\ndialects:\n  gpushare:\n    memoryUnit: GiB\n", f);
+  fclose(f);
+  start_node_with(s, kubeconfig, sizeof(kubeconfig), config, "aliyun.com/gpu-mem", NULL);
+  char u0[128], u1[128];
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  char text[600];
+  snprintf(text, sizeof(text),
+           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
+           "\"aliyun.com/gpu-mem\",\"gpus\":[{\"uuid\":\"%s\",\"index\":1,\"memory\":%llu,"
+           "\"cores\":0}]}]}",
+           u1, 3ull << 30);
+  add_assigned_pod(s, "share", text);
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default share c aliyun.com/gpu-mem 3"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  json_object *o = json_tokener_parse(r), *ids;
+  assert_true(json_object_object_get_ex(o, "ids", &ids));
+  assert_int_equal(json_object_array_length(ids), 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(
+        strncmp(json_object_get_string(json_object_array_get_idx(ids, i)), u1, strlen(u1)), 0);
+  json_object_put(o);
+  struct region_view v;
+  region_from(r, &v);
+  assert_false(v.pending);
+  assert_string_equal(v.uuid[0], u1);
+  assert_int_equal(v.limit[0], 3ull << 30);
+}
+
 /* The API server goes away: admission is still served (the plugin's own
  * preference), the log says why once, and the limits stay pending. */
 static void test_api_down_still_serves(void **state) {
@@ -326,6 +363,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_steer_follows_assignment, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mismatch_fails_closed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_assignment, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_steer_gpushare, setup, teardown),
       cmocka_unit_test_setup_teardown(test_api_down_still_serves, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scheduler_fifty_pods, setup, teardown),
   };
