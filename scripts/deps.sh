@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libcmocka-dev
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
-  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev python3-grpcio python3-protobuf)
+  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev python3-grpcio python3-protobuf
+  prometheus)  # prometheus: promtool, the real parser the metrics tests check against
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

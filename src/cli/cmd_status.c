@@ -20,20 +20,6 @@ static void size_or_unlimited(uint64_t v, char *buf, size_t len) {
     vg_format_size(v, buf, len);
 }
 
-/* GPU time the container submitted in the last complete second, as a
- * percentage of the device; 0 when it has been idle for longer. */
-static double sm_used_pct(const struct vg_region_device *d) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-  uint64_t len = __atomic_load_n(&d->sm_last_window_ns, __ATOMIC_RELAXED);
-  uint64_t used = __atomic_load_n(&d->sm_last_window_used_ns, __ATOMIC_RELAXED);
-  uint64_t start = __atomic_load_n(&d->sm_window_start_ns, __ATOMIC_RELAXED);
-  if (len == 0 || now - start > 2000000000ULL) return 0;
-  double pct = 100.0 * (double)used / (double)len;
-  return pct > 100 ? 100 : pct;
-}
-
 static const char *policy_name(const struct vg_region_device *d) {
   return d->sm_policy == VG_SM_POLICY_SHARE ? "share" : "hard";
 }
@@ -53,7 +39,7 @@ static void print_table(const struct vg_shm *shm) {
     else
       snprintf(sm, sizeof(sm), "unlimited");
     printf("%-4u %-42s %-10s %-10s %-16s %.1f%%\n", d, r->dev[d].uuid, used, limit, sm,
-           sm_used_pct(&r->dev[d]));
+           vg_region_sm_used_pct(&r->dev[d]));
   }
   printf("%-8s %-4s %-12s %s\n", "PID", "DEV", "MEM USED", "STATE");
   for (int i = 0; i < VG_MAX_PROCS; i++) {
@@ -77,7 +63,7 @@ static void print_json(const struct vg_shm *shm) {
         "\"sm_limit\":%u,\"sm_policy\":\"%s\",\"sm_used_pct\":%.1f}",
         d ? "," : "", d, r->dev[d].uuid, (unsigned long long)vg_region_mem_used(r, (int)d),
         (unsigned long long)vg_region_mem_limit(r, (int)d), r->dev[d].sm_limit,
-        policy_name(&r->dev[d]), sm_used_pct(&r->dev[d]));
+        policy_name(&r->dev[d]), vg_region_sm_used_pct(&r->dev[d]));
   printf("],\"processes\":[");
   int first = 1;
   for (int i = 0; i < VG_MAX_PROCS; i++) {

@@ -1,6 +1,7 @@
 /* region.c -- see region.h for the rules this code keeps. */
 #include "region.h"
 
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,4 +186,16 @@ void vg_region_set_pending(struct vg_shm *shm, bool pending) {
   else
     __atomic_and_fetch(&r->flags, ~VG_REGION_LIMITS_PENDING, __ATOMIC_RELEASE);
   __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
+}
+
+double vg_region_sm_used_pct(const struct vg_region_device *d) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  uint64_t len = __atomic_load_n(&d->sm_last_window_ns, __ATOMIC_RELAXED);
+  uint64_t used = __atomic_load_n(&d->sm_last_window_used_ns, __ATOMIC_RELAXED);
+  uint64_t start = __atomic_load_n(&d->sm_window_start_ns, __ATOMIC_RELAXED);
+  if (len == 0 || now - start > 2000000000ULL) return 0;
+  double pct = 100.0 * (double)used / (double)len;
+  return pct > 100 ? 100 : pct;
 }

@@ -134,6 +134,11 @@ static inline bool vg_region_pending(const struct vg_region *r) {
   return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_LIMITS_PENDING) != 0;
 }
 
+/* GPU time the container submitted on a device in the last complete second,
+ * as a percentage of the device (0..100); 0 when it has been idle for longer.
+ * Lock-free, for tools (vgpu status, the node agent's metrics). */
+double vg_region_sm_used_pct(const struct vg_region_device *d);
+
 /* Lock-free readers for tools and the hot path. */
 static inline uint64_t vg_region_mem_used(const struct vg_region *r, int dev) {
   return __atomic_load_n(&r->dev[dev].mem_used, __ATOMIC_RELAXED);

@@ -10,6 +10,8 @@
 #include "health.h"
 #include "inventory.h"
 #include "k8s.h"
+#include "metrics_http.h"
+#include "podresources.h"
 #include "steer.h"
 
 struct vg_agent {
@@ -25,6 +27,10 @@ struct vg_agent {
   struct vg_health *health;
   struct vg_inventory *inventory;
   struct vg_steer *steer;
+  char state_dir[VG_CONFIG_PATH_MAX];
+  char podresources[1024];
+  struct vg_metrics_sources metrics_src;
+  struct vg_metrics_server *metrics;
 };
 
 /* Lock held. Hands the current GPU list to the inventory publisher. */
@@ -82,14 +88,12 @@ static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
   vg_plugin_set_allocate_observer(a->plugin, vg_binder_wake_fn, a->binder);
 }
 
-static void start_inventory(struct vg_agent *a, const struct vg_agent_opts *o) {
-  const char *node = o->node_name != NULL ? o->node_name : getenv("NODE_NAME");
+static void start_inventory(struct vg_agent *a) {
   if (a->k8s == NULL) return;
-  if (node == NULL || *node == '\0') {
+  if (a->node[0] == '\0') {
     vg_plog("no --node-name (nor NODE_NAME): the Node inventory is not published");
     return;
   }
-  snprintf(a->node, sizeof(a->node), "%s", node);
   a->inventory = vg_inventory_new(a->k8s, a->node, 0);
   if (a->inventory == NULL) return;
   pthread_mutex_lock(&a->lock);
@@ -117,11 +121,33 @@ static void start_health(struct vg_agent *a) {
     vg_plog("health checks: %s; every GPU stays Healthy", a->health == NULL ? err : "no thread");
 }
 
+/* /metrics (docs/metrics.md), reading the same sources as everything else. */
+static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, struct vg_err *err) {
+  if (o->metrics == NULL) return 0;
+  snprintf(a->state_dir, sizeof(a->state_dir), "%s",
+           o->state_dir != NULL && o->state_dir[0] != '\0' ? o->state_dir
+           : a->cfg->state_dir[0] != '\0'                  ? a->cfg->state_dir
+                                                           : VG_DEFAULT_STATE_DIR);
+  snprintf(a->podresources, sizeof(a->podresources), "%s",
+           o->podresources_socket != NULL && o->podresources_socket[0] != '\0'
+               ? o->podresources_socket
+               : VG_PODRESOURCES_SOCKET);
+  a->metrics_src = (struct vg_metrics_sources){a->node,   a->state_dir, a->podresources,
+                                               a->plugin, a->binder,    a->steer};
+  a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
+  if (a->metrics == NULL) return -1;
+  vg_plog("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
+  return 0;
+}
+
 struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin_config *cfg,
                                 const struct vg_gpu *gpus, unsigned ngpus,
-                                const struct vg_agent_opts *opts) {
+                                const struct vg_agent_opts *opts, struct vg_err *err) {
   struct vg_agent *a = calloc(1, sizeof(*a));
-  if (a == NULL) return NULL;
+  if (a == NULL) {
+    vg_err_set(err, "node agent: out of memory");
+    return NULL;
+  }
   a->plugin = plugin;
   a->cfg = cfg;
   pthread_mutex_init(&a->lock, NULL);
@@ -129,14 +155,21 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   memcpy(a->gpus, gpus, a->ngpus * sizeof(a->gpus[0]));
   start_k8s(a, opts);
   start_binder(a, opts);
-  start_inventory(a, opts);
+  const char *node = opts->node_name != NULL ? opts->node_name : getenv("NODE_NAME");
+  snprintf(a->node, sizeof(a->node), "%s", node != NULL ? node : "");
+  start_inventory(a);
   start_steer(a, opts);
   start_health(a);
+  if (start_metrics(a, opts, err) != 0) {
+    vg_agent_stop(a);
+    return NULL;
+  }
   return a;
 }
 
 void vg_agent_stop(struct vg_agent *a) {
   if (a == NULL) return;
+  vg_metrics_server_stop(a->metrics); /* first: it reads everything below */
   if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
   vg_steer_free(a->steer);
   if (a->health != NULL) vg_health_free(a->health);

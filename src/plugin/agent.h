@@ -21,15 +21,18 @@ struct vg_agent_opts {
   const char *kubeconfig;          /* NULL: $KUBECONFIG, else in-cluster */
   const char *podresources_socket; /* NULL: the kubelet's default */
   const char *state_dir;           /* NULL: the config's stateDir (--state-dir overrides it) */
+  const char *metrics;             /* "ADDR:PORT" to serve /metrics on, or NULL */
 };
 
 struct vg_agent;
 
-/* Starts what it can and logs what it cannot; never fails the plugin. gpus
- * is copied. */
+/* Starts what it can and logs what it cannot; never fails the plugin, except
+ * that a --metrics address it cannot listen on is an error (NULL, with the
+ * reason in err): asked-for metrics must not silently go missing. gpus is
+ * copied. */
 struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin_config *cfg,
                                 const struct vg_gpu *gpus, unsigned ngpus,
-                                const struct vg_agent_opts *opts);
+                                const struct vg_agent_opts *opts, struct vg_err *err);
 void vg_agent_stop(struct vg_agent *agent);
 
 #endif

@@ -158,7 +158,6 @@ int main(int argc, char **argv) {
     if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
   }
   opts.cfg = &cfg;
-  if (metrics != NULL) vg_plog("--metrics %s: metrics are not served yet", metrics);
   char default_socket[PATH_MAX];
   if (kubelet_socket == NULL) {
     snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", plugin_dir);
@@ -196,7 +195,16 @@ int main(int argc, char **argv) {
     vg_plog("resource %s (%s dialect): socket %s", plugin.res[i].name,
             vg_dialect_name(plugin.res[i].dialect), plugin.res[i].endpoint);
   agent_opts.state_dir = opts.state_dir;
-  struct vg_agent *agent = vg_agent_start(&plugin, &cfg, gpus, ngpus, &agent_opts);
+  agent_opts.metrics = metrics;
+  struct vg_err agent_err;
+  struct vg_agent *agent = vg_agent_start(&plugin, &cfg, gpus, ngpus, &agent_opts, &agent_err);
+  if (agent == NULL) {
+    fprintf(stderr, "vgpu-device-plugin: %s\n", agent_err.msg);
+    vg_plugin_destroy(&plugin);
+    vg_plugin_config_free(&cfg);
+    close(sigfd);
+    return 2;
+  }
   struct vg_reg_opts ro = {.plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
   vg_agent_stop(agent);

@@ -158,8 +158,12 @@ static bool better(const struct candidate *a, const struct candidate *b) {
 
 static bool same_gpus(const struct vg_assign_ctr *a, const struct vg_assign_ctr *b) {
   if (a->ngpus != b->ngpus) return false;
-  for (int k = 0; k < a->ngpus; k++)
-    if (!assigned_gpu(b, a->gpu[k].uuid)) return false;
+  for (int k = 0; k < a->ngpus; k++) {
+    bool found = false;
+    for (int j = 0; j < b->ngpus && !found; j++)
+      found = strcmp(a->gpu[k].uuid, b->gpu[j].uuid) == 0;
+    if (!found) return false;
+  }
   return true;
 }
 

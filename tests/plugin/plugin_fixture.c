@@ -220,24 +220,25 @@ void start_node_with(struct setup *s, char *kubeconfig, size_t len, const char *
   assert_true(api(s, "POST", "/_test/nodes", "{\"metadata\":{\"name\":\"node1\"}}", NULL, 0) < 300);
   snprintf(s->pr_socket, sizeof(s->pr_socket), "%s/pod-resources.sock", s->env.dir);
   start_fake(s, false);
-  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
-                  "--config",
-                  (char *)config,
-                  "--plugin-dir",
-                  s->plugin_dir,
-                  "--state-dir",
-                  s->state_dir,
-                  "--library",
-                  "/opt/vgpu/libvgpu.so",
-                  "--kubeconfig",
-                  kubeconfig,
-                  "--node-name",
-                  "node1",
-                  "--podresources-socket",
-                  s->pr_socket,
-                  slots != NULL ? "--slots" : NULL,
-                  (char *)slots,
-                  NULL};
+  char *argv[32] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                    "--config",
+                    (char *)config,
+                    "--plugin-dir",
+                    s->plugin_dir,
+                    "--state-dir",
+                    s->state_dir,
+                    "--library",
+                    "/opt/vgpu/libvgpu.so",
+                    "--kubeconfig",
+                    kubeconfig,
+                    "--node-name",
+                    "node1",
+                    "--podresources-socket",
+                    s->pr_socket};
+  int n = 15;
+  if (slots != NULL) argv[n++] = "--slots", argv[n++] = (char *)slots;
+  for (int i = 0; i < 8 && s->extra_args[i] != NULL; i++) argv[n++] = (char *)s->extra_args[i];
+  argv[n] = NULL;
   s->plugin = vg_spawn(&s->env, argv);
   assert_true(s->plugin > 0);
   registered(s, 1, resource);

@@ -31,8 +31,9 @@ struct setup {
   char pr_socket[400]; /* non-empty: the fake kubelet also serves PodResources */
   struct fake fk;
   pid_t plugin;
-  pid_t api;   /* the fake API server, if started */
-  pid_t sched; /* vgpu-scheduler, if started */
+  pid_t api;                 /* the fake API server, if started */
+  pid_t sched;               /* vgpu-scheduler, if started */
+  const char *extra_args[8]; /* more options for start_node's plugin, NULL-ended */
   int api_port;
 };
 

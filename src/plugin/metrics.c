@@ -1,0 +1,357 @@
+/* metrics.c -- see metrics.h and docs/metrics.md. */
+#include "metrics.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binder.h"
+#include "gpu_usage.h"
+#include "plugin.h"
+#include "podresources.h"
+#include "region.h"
+#include "slot.h"
+#include "steer.h"
+
+#define LIST_TIMEOUT_MS 2000
+#define NAME_MAX_LEN 254
+
+/* ---- what is collected per scrape ---- */
+
+struct ctr_dev {
+  char uuid[VG_UUID_LEN];
+  uint64_t limit, used, total;
+  unsigned sm_limit;
+  double sm_used_pct;
+};
+
+struct ctr {
+  char slot[17];
+  char ns[NAME_MAX_LEN], pod[NAME_MAX_LEN], name[NAME_MAX_LEN];
+  bool pending;
+  int procs;
+  int ndev;
+  struct ctr_dev dev[VG_MAX_DEVICES];
+};
+
+struct scrape {
+  const struct vg_metrics_sources *src;
+  struct vg_gpu gpus[VG_MAX_GPUS];
+  unsigned ngpus;
+  struct vg_gpu_usage usage[VG_MAX_GPUS];
+  unsigned nusage;
+  bool nvml_up, podresources_up;
+  struct ctr *ctrs; /* the containers the kubelet lists, with a region */
+  size_t nctrs, cap;
+  unsigned stale; /* slot directories no listed container owns */
+};
+
+/* PodResources: one entry per container and resource; its slot is named by its IDs. */
+static int on_listed(const struct vg_pod_devices *d, void *arg) {
+  struct scrape *s = arg;
+  char slot[17];
+  if (vg_slot_name(d->ids, d->n_ids, slot) != 0) return 0;
+  for (size_t i = 0; i < s->nctrs; i++)
+    if (strcmp(s->ctrs[i].slot, slot) == 0) return 0;
+  if (s->nctrs == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 32;
+    struct ctr *v = realloc(s->ctrs, cap * sizeof(*v));
+    if (v == NULL) return -1;
+    s->ctrs = v, s->cap = cap;
+  }
+  struct ctr *c = &s->ctrs[s->nctrs++];
+  memset(c, 0, sizeof(*c));
+  memcpy(c->slot, slot, sizeof(slot));
+  snprintf(c->ns, sizeof(c->ns), "%s", d->ns);
+  snprintf(c->pod, sizeof(c->pod), "%s", d->pod);
+  snprintf(c->name, sizeof(c->name), "%s", d->container);
+  c->ndev = -1; /* no region (yet): time-sliced without isolation, or not ours */
+  return 0;
+}
+
+/* A container's region file, read without taking its lock. */
+static void read_region(const char *path, struct ctr *c) {
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) return;
+  const struct vg_region *r = vg_region_of(&shm);
+  c->pending = vg_region_pending(r);
+  c->ndev = 0;
+  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
+    struct ctr_dev *cd = &c->dev[c->ndev++];
+    snprintf(cd->uuid, sizeof(cd->uuid), "%.*s", VG_UUID_LEN - 1, r->dev[d].uuid);
+    cd->limit = vg_region_mem_limit(r, (int)d);
+    cd->used = vg_region_mem_used(r, (int)d);
+    cd->total = r->dev[d].mem_total;
+    cd->sm_limit = __atomic_load_n(&r->dev[d].sm_limit, __ATOMIC_RELAXED);
+    cd->sm_used_pct = vg_region_sm_used_pct(&r->dev[d]);
+  }
+  for (unsigned i = 0; i < VG_MAX_PROCS; i++)
+    if (r->proc[i].pid != 0 && vg_shm_slot_alive(&shm, i)) c->procs++;
+  vg_shm_close(&shm);
+}
+
+static bool is_slot_name(const char *n) {
+  if (strlen(n) != 16) return false;
+  for (const char *p = n; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+static void read_slots(struct scrape *s) {
+  char dir[VG_CONFIG_PATH_MAX + 16];
+  snprintf(dir, sizeof(dir), "%s/slots", s->src->state_dir);
+  DIR *d = opendir(dir);
+  if (d == NULL) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!is_slot_name(e->d_name)) continue;
+    struct ctr *c = NULL;
+    for (size_t i = 0; i < s->nctrs && c == NULL; i++)
+      if (strcmp(s->ctrs[i].slot, e->d_name) == 0) c = &s->ctrs[i];
+    if (c == NULL) {
+      s->stale++; /* its pod is gone, or the kubelet was not asked (PodResources down) */
+      continue;
+    }
+    char path[VG_CONFIG_PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s/region.cache", dir, e->d_name);
+    read_region(path, c);
+  }
+  closedir(d);
+}
+
+static void collect(struct scrape *s) {
+  struct vg_plugin *p = s->src->plugin;
+  pthread_mutex_lock(&p->lock);
+  s->ngpus = p->ngpus;
+  memcpy(s->gpus, p->gpus, p->ngpus * sizeof(s->gpus[0]));
+  pthread_mutex_unlock(&p->lock);
+  char err[256];
+  s->nvml_up = vg_gpu_usage_read(s->usage, VG_MAX_GPUS, &s->nusage, err, sizeof(err)) == 0;
+  struct vg_err e;
+  const char *sock =
+      s->src->podresources_socket != NULL ? s->src->podresources_socket : VG_PODRESOURCES_SOCKET;
+  s->podresources_up = vg_podresources_list(sock, LIST_TIMEOUT_MS, on_listed, s, &e) == 0;
+  read_slots(s);
+}
+
+/* ---- printing ---- */
+
+/* A label value with \, " and newline escaped. */
+static const char *esc(const char *v, char *out, size_t len) {
+  size_t n = 0;
+  for (; *v != '\0' && n + 3 < len; v++) {
+    if (*v == '\\' || *v == '"' || *v == '\n') out[n++] = '\\';
+    out[n++] = *v == '\n' ? 'n' : *v;
+  }
+  out[n] = '\0';
+  return out;
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int gpu_index(const struct scrape *s, const char *uuid) {
+  for (unsigned i = 0; i < s->ngpus; i++)
+    if (strcmp(s->gpus[i].uuid, uuid) == 0) return (int)s->gpus[i].index;
+  return -1;
+}
+
+static const struct vg_gpu_usage *usage_of(const struct scrape *s, const char *uuid) {
+  for (unsigned i = 0; s->nvml_up && i < s->nusage; i++)
+    if (strcmp(s->usage[i].uuid, uuid) == 0) return &s->usage[i];
+  return NULL;
+}
+
+/* node="..",gpu="..",uuid=".." */
+static void gpu_labels(const struct scrape *s, const struct vg_gpu *g, char *out, size_t len) {
+  char node[600], uuid[300];
+  snprintf(out, len, "node=\"%s\",gpu=\"%u\",uuid=\"%s\"", esc(s->src->node, node, sizeof(node)),
+           g->index, esc(g->uuid, uuid, sizeof(uuid)));
+}
+
+/* A GPU's memory given to containers: their limits, or all of it for a
+ * container without one. */
+static void gpu_allocation(const struct scrape *s, const char *uuid, uint64_t total,
+                           uint64_t *bytes, int *containers) {
+  *bytes = 0, *containers = 0;
+  for (size_t i = 0; i < s->nctrs; i++)
+    for (int d = 0; d < s->ctrs[i].ndev; d++) {
+      const struct ctr_dev *cd = &s->ctrs[i].dev[d];
+      if (strcmp(cd->uuid, uuid) != 0) continue;
+      *bytes += cd->limit != 0 ? cd->limit : total;
+      (*containers)++;
+    }
+}
+
+static void print_gpus(FILE *f, const struct scrape *s) {
+  static const struct {
+    const char *name, *help;
+  } fam[] = {
+      {"vgpu_gpu_info", "A GPU of the node (value 1), with its model."},
+      {"vgpu_gpu_healthy", "1 when the GPU is Healthy for the kubelet, 0 when Unhealthy."},
+      {"vgpu_gpu_memory_total_bytes", "The GPU's memory."},
+      {"vgpu_gpu_memory_allocated_bytes",
+       "Memory promised to the containers holding the GPU (their limits; all of it for one "
+       "without a limit)."},
+      {"vgpu_gpu_memory_used_bytes", "Memory in use on the GPU by every process (NVML)."},
+      {"vgpu_gpu_utilization_ratio", "Share of the last sample period a kernel ran (NVML)."},
+      {"vgpu_gpu_containers", "Containers holding a slice of the GPU."},
+  };
+  for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+    family(f, fam[k].name, "gauge", fam[k].help);
+    for (unsigned i = 0; i < s->ngpus; i++) {
+      const struct vg_gpu *g = &s->gpus[i];
+      const struct vg_gpu_usage *u = usage_of(s, g->uuid);
+      char labels[1200], model[300];
+      gpu_labels(s, g, labels, sizeof(labels));
+      uint64_t allocated;
+      int containers;
+      gpu_allocation(s, g->uuid, g->memory, &allocated, &containers);
+      if (k == 0)
+        fprintf(f, "%s{%s,model=\"%s\"} 1\n", fam[k].name, labels,
+                esc(g->name, model, sizeof(model)));
+      if (k == 1) fprintf(f, "%s{%s} %d\n", fam[k].name, labels, g->healthy ? 1 : 0);
+      if (k == 2) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)g->memory);
+      if (k == 3) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)allocated);
+      if (k == 4 && u != NULL)
+        fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)u->memory_used);
+      if (k == 5 && u != NULL && u->utilization >= 0)
+        fprintf(f, "%s{%s} %.2f\n", fam[k].name, labels, u->utilization / 100.0);
+      if (k == 6) fprintf(f, "%s{%s} %d\n", fam[k].name, labels, containers);
+    }
+  }
+}
+
+/* node, namespace, pod, container (+ gpu, uuid for a device). */
+static void ctr_labels(const struct scrape *s, const struct ctr *c, const struct ctr_dev *d,
+                       char *out, size_t len) {
+  char node[600], ns[600], pod[600], name[600], uuid[300];
+  int n = snprintf(out, len, "node=\"%s\",namespace=\"%s\",pod=\"%s\",container=\"%s\"",
+                   esc(s->src->node, node, sizeof(node)), esc(c->ns, ns, sizeof(ns)),
+                   esc(c->pod, pod, sizeof(pod)), esc(c->name, name, sizeof(name)));
+  if (d != NULL && n > 0 && (size_t)n < len)
+    snprintf(out + n, len - (size_t)n, ",gpu=\"%d\",uuid=\"%s\"", gpu_index(s, d->uuid),
+             esc(d->uuid, uuid, sizeof(uuid)));
+}
+
+static void print_containers(FILE *f, const struct scrape *s) {
+  static const struct {
+    const char *name, *help;
+  } fam[] = {
+      {"vgpu_container_memory_limit_bytes",
+       "The container's memory limit on the GPU (the GPU's memory when unlimited)."},
+      {"vgpu_container_memory_used_bytes", "Memory the container's processes hold on the GPU."},
+      {"vgpu_container_sm_limit_ratio", "The container's compute limit (1 when unlimited)."},
+      {"vgpu_container_sm_utilization_ratio",
+       "GPU time the container used in the last second, as a share of the GPU."},
+  };
+  char labels[4000];
+  for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+    family(f, fam[k].name, "gauge", fam[k].help);
+    for (size_t i = 0; i < s->nctrs; i++)
+      for (int d = 0; d < s->ctrs[i].ndev; d++) {
+        const struct ctr_dev *cd = &s->ctrs[i].dev[d];
+        ctr_labels(s, &s->ctrs[i], cd, labels, sizeof(labels));
+        if (k == 0)
+          fprintf(f, "%s{%s} %llu\n", fam[k].name, labels,
+                  (unsigned long long)(cd->limit != 0 ? cd->limit : cd->total));
+        if (k == 1) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)cd->used);
+        if (k == 2)
+          fprintf(f, "%s{%s} %.2f\n", fam[k].name, labels,
+                  cd->sm_limit != 0 ? cd->sm_limit / 100.0 : 1.0);
+        if (k == 3) fprintf(f, "%s{%s} %.4f\n", fam[k].name, labels, cd->sm_used_pct / 100.0);
+      }
+  }
+  family(f, "vgpu_container_processes", "gauge", "Live processes of the container using a GPU.");
+  for (size_t i = 0; i < s->nctrs; i++) {
+    if (s->ctrs[i].ndev < 0) continue;
+    ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
+    fprintf(f, "vgpu_container_processes{%s} %d\n", labels, s->ctrs[i].procs);
+  }
+  family(f, "vgpu_container_limits_pending", "gauge",
+         "1 while the container's limits wait for the binder (libvgpu holds its GPU calls).");
+  for (size_t i = 0; i < s->nctrs; i++) {
+    if (s->ctrs[i].ndev < 0) continue;
+    ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
+    fprintf(f, "vgpu_container_limits_pending{%s} %d\n", labels, s->ctrs[i].pending ? 1 : 0);
+  }
+}
+
+static void counter(FILE *f, const char *name, const char *help, const char *labels,
+                    uint64_t value) {
+  family(f, name, "counter", help);
+  fprintf(f, "%s%s %llu\n", name, labels, (unsigned long long)value);
+}
+
+static void print_agent(FILE *f, const struct scrape *s) {
+  char node[600], l[800];
+  esc(s->src->node, node, sizeof(node));
+  snprintf(l, sizeof(l), "{node=\"%s\"}", node);
+  family(f, "vgpu_nvml_up", "gauge", "1 when NVML answered this scrape.");
+  fprintf(f, "vgpu_nvml_up%s %d\n", l, s->nvml_up ? 1 : 0);
+  family(f, "vgpu_podresources_up", "gauge", "1 when the kubelet's PodResources API answered.");
+  fprintf(f, "vgpu_podresources_up%s %d\n", l, s->podresources_up ? 1 : 0);
+  family(f, "vgpu_stale_slots", "gauge",
+         "Slot directories on the host that no container the kubelet lists holds.");
+  fprintf(f, "vgpu_stale_slots%s %u\n", l, s->stale);
+  if (s->src->binder != NULL) {
+    struct vg_binder_stats b;
+    vg_binder_get_stats(s->src->binder, &b);
+    counter(f, "vgpu_binder_passes_total", "Binder passes over the kubelet's pod list.", l,
+            b.passes);
+    counter(f, "vgpu_binder_bound_total", "Containers whose limits the binder wrote.", l, b.bound);
+    family(f, "vgpu_binder_errors_total", "counter", "Binder reads that failed, by source.");
+    fprintf(f, "vgpu_binder_errors_total{node=\"%s\",source=\"podresources\"} %llu\n", node,
+            (unsigned long long)b.list_errors);
+    fprintf(f, "vgpu_binder_errors_total{node=\"%s\",source=\"api\"} %llu\n", node,
+            (unsigned long long)b.api_errors);
+  }
+  if (s->src->steer != NULL) {
+    struct vg_steer_stats st;
+    vg_steer_get_stats(s->src->steer, &st);
+    family(f, "vgpu_steer_requests_total", "counter",
+           "GetPreferredAllocation requests, by what decided the answer.");
+    const struct {
+      const char *result;
+      uint64_t n;
+    } r[] = {{"steered", st.steered},
+             {"unassigned", st.unassigned},
+             {"no_room", st.no_room},
+             {"error", st.errors}};
+    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+      fprintf(f, "vgpu_steer_requests_total{node=\"%s\",result=\"%s\"} %llu\n", node, r[i].result,
+              (unsigned long long)r[i].n);
+    counter(f, "vgpu_steer_decisive_total",
+            "Steered answers where the pod under admission was unambiguous.", l, st.decisive);
+    counter(f, "vgpu_steer_malformed_assignments_total",
+            "vgpu.io/assigned annotations that did not parse.", l, st.malformed);
+  }
+}
+
+char *vg_metrics_render(const struct vg_metrics_sources *src, size_t *len) {
+  struct scrape *s = calloc(1, sizeof(*s));
+  if (s == NULL) return NULL;
+  s->src = src;
+  collect(s);
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  if (f != NULL) {
+    print_gpus(f, s);
+    print_containers(f, s);
+    print_agent(f, s);
+    if (fclose(f) != 0) {
+      free(text);
+      text = NULL;
+    }
+  }
+  free(s->ctrs);
+  free(s);
+  if (text != NULL && len != NULL) *len = n;
+  return text;
+}

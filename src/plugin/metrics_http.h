@@ -1,0 +1,23 @@
+/*
+ * metrics_http.h -- the node agent's HTTP endpoint (libmicrohttpd):
+ * GET /metrics (Prometheus text, metrics.h) and GET /healthz. One thread per
+ * connection, so a slow scraper never holds up another.
+ */
+#ifndef VG_PLUGIN_METRICS_HTTP_H
+#define VG_PLUGIN_METRICS_HTTP_H
+
+#include "err.h"
+#include "metrics.h"
+
+struct vg_metrics_server;
+
+/* Listens on "ADDR:PORT" (IPv4; port 0 picks a free one). src is borrowed
+ * and must outlive the server. NULL with err on a bad address or a port in
+ * use. */
+struct vg_metrics_server *vg_metrics_server_start(const char *listen,
+                                                  const struct vg_metrics_sources *src,
+                                                  struct vg_err *err);
+int vg_metrics_server_port(const struct vg_metrics_server *s);
+void vg_metrics_server_stop(struct vg_metrics_server *s);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * test_plugin_metrics.c -- the node agent's /metrics: real numbers from the
+ * region files, NVML and the kubelet, named by pod, and valid Prometheus
+ * text according to a real parser (promtool, from Debian's prometheus).
+ *
+ * Two pods with the scheduler's assignments are admitted by the fake
+ * kubelet; the test then joins pod a's region as a process would (libvgpu
+ * does exactly this) and charges 256 MiB, so the scrape must show a's limit,
+ * use, compute limit and one process, the GPU's allocation, and the agent's
+ * own counters; an injected XID must turn the GPU's health gauge to 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "plugin_fixture.h"
+
+#define MIB (1ull << 20)
+
+static int metrics_port(struct setup *s) {
+  static char log[1 << 16];
+  assert_true(wait_log(s, "/metrics (port ", 5));
+  plugin_log(s, log, sizeof(log));
+  const char *p = strstr(log, "/metrics (port ");
+  return atoi(p + strlen("/metrics (port "));
+}
+
+static const char *scrape(int port) {
+  static char body[1 << 18];
+  assert_int_equal(http_call(port, NULL, "GET", "/metrics", NULL, body, sizeof(body)), 200);
+  return body;
+}
+
+/* The value of the sample of family name whose labels contain every
+ * fragment (NULL-ended); fails the test when there is none. */
+static double sample(const char *body, const char *name, ...) {
+  const char *frags[8];
+  int n = 0;
+  va_list ap;
+  va_start(ap, name);
+  for (const char *f; n < 8 && (f = va_arg(ap, const char *)) != NULL;) frags[n++] = f;
+  va_end(ap);
+  size_t len = strlen(name);
+  for (const char *line = body; *line != '\0';) {
+    const char *end = strchr(line, '\n');
+    size_t ll = end != NULL ? (size_t)(end - line) : strlen(line);
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "%.*s", (int)ll, line);
+    bool all = strncmp(buf, name, len) == 0 && buf[len] == '{';
+    for (int i = 0; all && i < n; i++) all = strstr(buf, frags[i]) != NULL;
+    if (all) return atof(strrchr(buf, ' ') + 1);
+    line = end != NULL ? end + 1 : line + ll;
+  }
+  fail_msg("no %s sample with the labels asked for in:\n%s", name, body);
+  return -1;
+}
+
+static void assign(struct setup *s, const char *pod, const char *uuid, uint64_t memory, int cores,
+                   char *admitted, size_t len) {
+  char text[700], body[1400];
+  snprintf(text, sizeof(text),
+           "{\\\"version\\\":1,\\\"node\\\":\\\"node1\\\",\\\"containers\\\":[{\\\"name\\\":"
+           "\\\"c\\\",\\\"resource\\\":\\\"nvidia.com/vgpu\\\",\\\"gpus\\\":[{\\\"uuid\\\":"
+           "\\\"%s\\\",\\\"index\\\":0,\\\"memory\\\":%llu,\\\"cores\\\":%d}]}]}",
+           uuid, (unsigned long long)memory, cores);
+  snprintf(body, sizeof(body),
+           "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"annotations\":{"
+           "\"vgpu.io/assigned\":\"%s\"}},\"spec\":{\"nodeName\":\"node1\",\"containers\":[{"
+           "\"name\":\"c\"}]}}",
+           pod, text);
+  assert_true(api(s, "POST", "/_test/pods", body, NULL, 0) < 300);
+  snprintf(admitted, len, "%s", fake(s, "admit default %s c nvidia.com/vgpu 1", pod));
+  assert_non_null(strstr(admitted, "\"ok\": true"));
+  struct region_view v;
+  region_from(admitted, &v);
+  for (int i = 0; i < 200 && v.pending; i++) {
+    usleep(25000);
+    region_from(admitted, &v);
+  }
+  assert_false(v.pending);
+}
+
+/* The region path an admit answer mounts at /usr/local/vgpu. */
+static void region_path(const char *admitted, char *path, size_t len) {
+  static const char key[] = "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"";
+  const char *p = strstr(admitted, key);
+  assert_non_null(p);
+  p += strlen(key);
+  snprintf(path, len, "%.*s/region.cache", (int)(strchr(p, '"') - p), p);
+}
+
+static void promtool_accepts(struct setup *s, const char *body) {
+  char file[600], cmd[1400], out[4096] = "";
+  snprintf(file, sizeof(file), "%s/metrics.txt", s->env.dir);
+  FILE *f = fopen(file, "w");
+  fputs(body, f);
+  fclose(f);
+  snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", file);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, sizeof(out) - 1, p);
+  out[n] = '\0';
+  int rc = pclose(p);
+  if (rc != 0)
+    fail_msg("promtool check metrics (exit %d; `make deps` installs Debian's prometheus):\n%s", rc,
+             out);
+}
+
+static void test_metrics(void **state) {
+  struct setup *s = *state;
+  s->extra_args[0] = "--metrics";
+  s->extra_args[1] = "127.0.0.1:0";
+  char kubeconfig[500], u0[128], u1[128], uu[200];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  int port = metrics_port(s);
+  static char a[1 << 16], b[1 << 16];
+  assign(s, "a", u1, 3000 * MIB, 30, a, sizeof(a));
+  assign(s, "b", u0, 1000 * MIB, 0, b, sizeof(b));
+
+  /* A process of pod a holds 256 MiB. */
+  char path[600];
+  region_path(a, path, sizeof(path));
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, path, &err), 0);
+  int slot = vg_region_join(&shm, getpid());
+  assert_true(slot >= 0);
+  assert_true(vg_region_reserve(&shm, slot, 0, 256 * MIB));
+
+  const char *m = scrape(port);
+  if (getenv("VG_TEST_VERBOSE") != NULL) {
+    static char log[1 << 16];
+    plugin_log(s, log, sizeof(log));
+    fputs(log, stderr);
+  }
+  promtool_accepts(s, m);
+  snprintf(uu, sizeof(uu), "uuid=\"%s\"", u1);
+  const char *pa = "pod=\"a\"", *ns = "namespace=\"default\"", *node = "node=\"node1\"";
+  assert_int_equal(sample(m, "vgpu_container_memory_limit_bytes", pa, ns, node, uu, NULL),
+                   3000 * MIB);
+  assert_int_equal(sample(m, "vgpu_container_memory_used_bytes", pa, uu, NULL), 256 * MIB);
+  assert_true(sample(m, "vgpu_container_sm_limit_ratio", pa, uu, NULL) == 0.30);
+  assert_true(sample(m, "vgpu_container_sm_limit_ratio", "pod=\"b\"", NULL) == 1.0);
+  assert_int_equal(sample(m, "vgpu_container_processes", pa, "container=\"c\"", NULL), 1);
+  assert_int_equal(sample(m, "vgpu_container_processes", "pod=\"b\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_container_limits_pending", pa, NULL), 0);
+  assert_int_equal(sample(m, "vgpu_gpu_memory_total_bytes", uu, node, NULL), 8192 * MIB);
+  assert_int_equal(sample(m, "vgpu_gpu_memory_allocated_bytes", uu, NULL), 3000 * MIB);
+  assert_int_equal(sample(m, "vgpu_gpu_containers", uu, NULL), 1);
+  assert_int_equal(sample(m, "vgpu_gpu_healthy", uu, NULL), 1);
+  assert_int_equal(sample(m, "vgpu_podresources_up", node, NULL), 1);
+  assert_int_equal(sample(m, "vgpu_nvml_up", node, NULL), 1);
+  assert_int_equal(sample(m, "vgpu_steer_requests_total", "result=\"steered\"", NULL), 2);
+  assert_int_equal(sample(m, "vgpu_steer_decisive_total", node, NULL), 2);
+  assert_int_equal(sample(m, "vgpu_binder_bound_total", node, NULL), 2);
+
+  /* The process gives its memory back and leaves. */
+  vg_region_release(&shm, slot, 0, 256 * MIB);
+  vg_region_leave(&shm, slot);
+  vg_shm_close(&shm);
+  m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_container_memory_used_bytes", pa, uu, NULL), 0);
+  assert_int_equal(sample(m, "vgpu_container_processes", pa, NULL), 0);
+
+  /* XID 79 on GPU 1: its health gauge drops. */
+  char *fault[] = {
+      (char *)vg_build_path("bin/vgpu-sim"), "fault", "--device", "1", "--xid", "79", NULL};
+  struct vg_run run;
+  assert_int_equal(vg_run(&s->env, fault, &run), 0);
+  double healthy = 1;
+  for (int i = 0; i < 100 && healthy != 0; i++) {
+    usleep(50000);
+    healthy = sample(scrape(port), "vgpu_gpu_healthy", "gpu=\"1\"", NULL);
+  }
+  assert_true(healthy == 0);
+  promtool_accepts(s, scrape(port));
+}
+
+/* A --metrics address that cannot be served stops the plugin with the reason. */
+static void test_bad_metrics_address(void **state) {
+  struct setup *s = *state;
+  static const char *const bad[][2] = {{"nonsense", "not ADDR:PORT"},
+                                       {"127.0.0.1:99999", "not ADDR:PORT"},
+                                       {"localhost:9400", "is not an IPv4 address"}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                    "--plugin-dir",
+                    s->plugin_dir,
+                    "--state-dir",
+                    s->state_dir,
+                    "--kubelet-socket",
+                    "",
+                    "--metrics",
+                    (char *)bad[i][0],
+                    NULL};
+    struct vg_run run;
+    assert_int_equal(vg_run(&s->env, argv, &run), 2);
+    if (strstr(run.err, bad[i][1]) == NULL) fail_msg("%s: %s", bad[i][0], run.err);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
