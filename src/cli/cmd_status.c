@@ -28,6 +28,8 @@ static void print_table(const struct vg_shm *shm) {
   const struct vg_region *r = vg_region_of(shm);
   printf("region %s (layout %u.%u, generation %llu)\n", shm->path, r->header.version_major,
          r->header.version_minor, (unsigned long long)r->generation);
+  if (vg_region_pending(r))
+    printf("limits pending: the node agent has not written this container's limits yet\n");
   printf("%-4s %-42s %-10s %-10s %-16s %s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT", "SM LIMIT",
          "SM USED (last 1 s)");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
@@ -55,8 +57,8 @@ static void print_table(const struct vg_shm *shm) {
 
 static void print_json(const struct vg_shm *shm) {
   const struct vg_region *r = vg_region_of(shm);
-  printf("{\"region\":\"%s\",\"generation\":%llu,\"devices\":[", shm->path,
-         (unsigned long long)r->generation);
+  printf("{\"region\":\"%s\",\"generation\":%llu,\"limits_pending\":%s,\"devices\":[",
+         shm->path, (unsigned long long)r->generation, vg_region_pending(r) ? "true" : "false");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
     printf(
         "%s{\"index\":%u,\"uuid\":\"%s\",\"mem_used\":%llu,\"mem_limit\":%llu,"
