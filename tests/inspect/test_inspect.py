@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -299,6 +300,94 @@ def test_unreachable(args, tmp):
     check(rc == 1 and "missing" in err, "missing kubeconfig file: %d %r" % (rc, err))
 
 
+def wait_for(what, fn, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise SystemExit("timed out waiting for " + what)
+
+
+def test_end_to_end(args, tmp):
+    """The real writers of both annotations, then inspect: vgpu-device-plugin on the
+    simulated GPU (2 x 8 GiB, examples/config/mixed.yaml: all four dialects) publishes
+    the inventory, vgpu-scheduler binds a vgpu pod, a gpushare pod placed by hand
+    has no assignment."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.bin)))
+    root = os.path.dirname(os.path.dirname(HERE))
+    c = Cluster(args.fake, tmp)
+    procs = []
+    try:
+        c.post("/_test/nodes", {"metadata": {"name": "sim-node"}})
+        c.post("/_test/pods", pod_object({
+            "ns": "default", "name": "vgpu-pod", "node": None,
+            "containers": [{"name": "main", "limits": {
+                "nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "30"}}]}))
+        c.post("/_test/pods", pod_object({
+            "ns": "default", "name": "share-pod", "node": "sim-node",
+            "containers": [{"name": "main", "limits": {"aliyun.com/gpu-mem": "2"}}]}))
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "sim"),
+                   VGPU_SIM_STATE=os.path.join(tmp, "sim.state"), VGPU_SIM_DEVICES="2",
+                   VGPU_SIM_MEMORY="8g", ASAN_OPTIONS="detect_leaks=0")
+        for d in ("plugins", "state"):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        log = open(os.path.join(tmp, "plugin.log"), "w")
+        procs.append(subprocess.Popen([
+            os.path.join(build, "bin", "vgpu-device-plugin"),
+            "--config", os.path.join(root, "examples", "config", "mixed.yaml"),
+            "--plugin-dir", os.path.join(tmp, "plugins"), "--kubelet-socket", "",
+            "--state-dir", os.path.join(tmp, "state"), "--library", "/opt/vgpu/libvgpu.so",
+            "--kubeconfig", c.kubeconfig, "--node-name", "sim-node",
+            "--podresources-socket", os.path.join(tmp, "none.sock")],
+            env=env, stdout=log, stderr=log))
+
+        def inventory_published():
+            rc, out, _ = run(args.bin, ["-o", "json", "--kubeconfig", c.kubeconfig])
+            return rc == 0 and json.loads(out)["nodes"]
+
+        wait_for("the plugin's inventory", inventory_published)
+        sched = subprocess.Popen([os.path.join(build, "bin", "vgpu-scheduler"), "--listen",
+                                  "127.0.0.1:0", "--kubeconfig", c.kubeconfig],
+                                 env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        procs.append(sched)
+        port = sched.stdout.readline().split()[1]
+        with urllib.request.urlopen("http://127.0.0.1:%s/healthz" % port) as r:
+            check(r.read().strip() == b"ok", "extender /healthz")
+        bind = json.dumps({"PodName": "vgpu-pod", "PodNamespace": "default", "PodUID": "",
+                           "Node": "sim-node"}).encode()
+        req = urllib.request.Request("http://127.0.0.1:%s/bind" % port, data=bind,
+                                     method="POST", headers={"Content-Type": "application/json"})
+        result = json.loads(urllib.request.urlopen(req).read())
+        check(result.get("Error") == "", "extender bind: %s" % result)
+
+        rc, out, err = run(args.bin, ["-o", "json", "--kubeconfig", c.kubeconfig])
+        doc = json.loads(out)
+        (node,) = doc["nodes"]
+        check(doc["unit"] == "GiB", "mixed.yaml's gpushare unit is GiB: %s" % doc["unit"])
+        check([g["memoryTotal"] for g in node["gpus"]] == [8 << 30, 8 << 30],
+              "two simulated 8 GiB GPUs: %s" % node["gpus"])
+        pods = [p for g in node["gpus"] for p in g["pods"]]
+        check(len(pods) == 1 and pods[0]["pod"] == "vgpu-pod" and
+              pods[0]["memory"] == 3000 << 20 and pods[0]["cores"] == 30,
+              "the scheduler's assignment is shown: %s" % pods)
+        check(node["unassigned"] == [{"namespace": "default", "pod": "share-pod",
+                                      "container": "main", "resource": "aliyun.com/gpu-mem",
+                                      "quantity": 2, "memory": 2 << 30}],
+              "the hand-placed gpushare pod is unassigned with 2 GiB: %s" % node["unassigned"])
+        rc, out, err = run(args.bin, ["-d", "--kubeconfig", c.kubeconfig])
+        if os.environ.get("VG_SHOW"):
+            print(run(args.bin, ["--kubeconfig", c.kubeconfig])[1] + out)
+        check(rc == 0 and "3 (30%)" in out and "share-pod" in out,
+              "-d shows 3000 MiB as 3 GiB with 30%%:\n%s" % out)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+        c.close()
+
+
 def test_bad_arguments(args, tmp):
     cases = [
         (["--bogus"], "unknown option '--bogus'"),
@@ -326,7 +415,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="vg-inspect-")
     try:
         for t in (test_goldens, test_specific_json, test_node_argument, test_unreachable,
-                  test_bad_arguments):
+                  test_bad_arguments, test_end_to_end):
             t(args, tmp)
             print("%s: %s" % (t.__name__, "done"))
     finally:
