@@ -27,6 +27,10 @@
 #include "err.h"
 #include "k8s.h"
 
+/* Larger byte figures (1 PiB) are refused as malformed, so that sums over a
+ * whole cluster cannot overflow. */
+#define INS_MAX_BYTES ((int64_t)1 << 50)
+
 /* One container's share of one GPU, from a pod's assignment. */
 struct ins_use {
   char *ns, *pod, *container;

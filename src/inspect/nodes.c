@@ -20,7 +20,7 @@ static bool int_field(json_object *o, const char *key, int64_t *out) {
   json_object *v = ins_field(o, key);
   if (v == NULL || !json_object_is_type(v, json_type_int)) return false;
   *out = json_object_get_int64(v);
-  return *out >= 0;
+  return *out >= 0 && *out <= INS_MAX_BYTES;
 }
 
 static const char *internal_ip(json_object *node) {
@@ -43,7 +43,7 @@ static int add_resource(struct ins_node *n, json_object *r, struct vg_err *err) 
   int64_t unit = 0;
   if (name == NULL) return vg_err_set(err, "a resources[] entry has no name");
   if (ins_field(r, "unit") != NULL && !int_field(r, "unit", &unit))
-    return vg_err_set(err, "resource %s: unit is not a non-negative integer", name);
+    return vg_err_set(err, "resource %s: unit is not an integer in 0..2^50", name);
   if (ins_node_resource(n, name) != NULL) return 0;
   struct ins_resource *res = ins_grow(&n->res, &n->nres, sizeof(*n->res));
   if (res == NULL) return vg_err_set(err, "out of memory");
@@ -58,10 +58,10 @@ static int add_gpu(struct ins_node *n, json_object *g, size_t i, struct vg_err *
   int64_t memory = 0, index = (int64_t)i;
   if (uuid == NULL) return vg_err_set(err, "gpus[%zu].uuid is missing", i);
   if (!int_field(g, "memory", &memory))
-    return vg_err_set(err, "gpus[%zu].memory is missing or not a non-negative integer", i);
+    return vg_err_set(err, "gpus[%zu].memory is missing or not an integer in 0..2^50", i);
   if (health == NULL) return vg_err_set(err, "gpus[%zu].health is missing", i);
   if (ins_field(g, "index") != NULL && !int_field(g, "index", &index))
-    return vg_err_set(err, "gpus[%zu].index is not a non-negative integer", i);
+    return vg_err_set(err, "gpus[%zu].index is not an integer in 0..2^50", i);
   struct ins_gpu *gpu = ins_grow(&n->gpu, &n->ngpus, sizeof(*n->gpu));
   if (gpu == NULL) return vg_err_set(err, "out of memory");
   gpu->index = (int)index;

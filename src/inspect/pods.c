@@ -54,18 +54,26 @@ static json_object *resource_value(json_object *ctr, const char *name) {
   return v != NULL ? v : ins_field(ins_field(res, "requests"), name);
 }
 
-/* vgpu's memory per GPU from nvidia.com/gpumem (MiB, or with Mi/Gi). */
+/* a * b, or -1 above INS_MAX_BYTES (a quantity no GPU could hold). */
+static int64_t times(long long a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_mul_overflow((int64_t)a, b, &out) || out > INS_MAX_BYTES ? -1 : out;
+}
+
+/* vgpu's memory per GPU from nvidia.com/gpumem (MiB, or with Mi/Gi); -1 when
+ * absent or not understood. */
 static int64_t vgpu_memory(json_object *ctr) {
   json_object *v = resource_value(ctr, VGPU_MEM_RESOURCE);
   const char *s =
       v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-  long long mib = 0;
-  if (s == NULL) return quantity(v, &mib) ? (int64_t)mib << 20 : -1;
+  long long n = 0;
+  if (s == NULL) return quantity(v, &n) ? times(n, (int64_t)1 << 20) : -1;
   char *end = NULL;
-  mib = strtoll(s, &end, 10);
-  if (end == s || mib < 0) return -1;
-  if (*end == '\0' || strcmp(end, "Mi") == 0) return (int64_t)mib << 20;
-  if (strcmp(end, "Gi") == 0) return (int64_t)mib << 30;
+  errno = 0;
+  n = strtoll(s, &end, 10);
+  if (end == s || n < 0 || errno != 0) return -1;
+  if (*end == '\0' || strcmp(end, "Mi") == 0) return times(n, (int64_t)1 << 20);
+  if (strcmp(end, "Gi") == 0) return times(n, (int64_t)1 << 30);
   return -1;
 }
 
@@ -97,6 +105,11 @@ static int add_assigned(struct pod_ctx *p, const struct vg_assignment *a) {
     for (int i = 0; i < ctr->ngpus; i++) {
       const struct vg_assign_gpu *ag = &ctr->gpu[i];
       struct ins_gpu *g = gpu_by_uuid(p->node, ag->uuid);
+      if (ag->memory > INS_MAX_BYTES) {
+        ins_warn(p->cl, "pod %s/%s: assigned memory %lld on GPU %s is more than can be counted",
+                 p->ns, p->name, (long long)ag->memory, ag->uuid);
+        continue;
+      }
       if (g == NULL) {
         ins_warn(p->cl,
                  "pod %s/%s: assigned GPU %s is not in node %s's inventory; shown as "
@@ -132,9 +145,12 @@ static int add_container(struct pod_ctx *p, json_object *ctr, const struct vg_as
       continue;
     }
     if (qty == 0) continue;
-    int64_t mem = res->unit > 0 ? (int64_t)qty * res->unit : -1;
+    int64_t mem = res->unit > 0 ? times(qty, res->unit) : -1;
     if (res->unit == 0 && strcmp(res->dialect, "vgpu") == 0 && vgpu_memory(ctr) >= 0)
-      mem = vgpu_memory(ctr) * qty;
+      mem = times(qty, vgpu_memory(ctr));
+    if (mem < 0 && res->unit > 0)
+      ins_warn(p->cl, "pod %s/%s container %s: %s: %lld is more memory than can be counted", p->ns,
+               p->name, cname, res->name, qty);
     if (add_unassigned(p, cname, res->name, qty, mem) != 0) return -1;
   }
   return 0;

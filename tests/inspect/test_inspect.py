@@ -244,9 +244,11 @@ def test_specific_json(args, tmp):
               "warnings: unknown GPU named")
         check('aliyun.com/gpu-mem is not a whole number ("1.5")' in w,
               "warnings: odd quantity named")
-        check(err.count("warning: ") == len(doc["warnings"]) == 4, "warnings on stderr: %r" % err)
+        check("pod default/huge container c: aliyun.com/gpu-mem: 9223372036854775807 is more "
+              "memory than can be counted" in w, "warnings: huge quantity named")
+        check(err.count("warning: ") == len(doc["warnings"]) == 5, "warnings on stderr: %r" % err)
         un = {u["pod"]: u["memory"] for u in doc["nodes"][0]["unassigned"]}
-        check(un == {"bad-annotation": 2 << 30, "ghost-gpu": 1 << 30},
+        check(un == {"bad-annotation": 2 << 30, "ghost-gpu": 1 << 30, "huge": None},
               "warnings: unassigned %s" % un)
     finally:
         c.close()
