@@ -266,6 +266,16 @@ def test_node_argument(args, tmp):
         check(rc == 1 and "node no-such-node not found" in err, "NODE missing: %d %r" % (rc, err))
         rc, out, err = run(args.bin, ["--kubeconfig", c.kubeconfig, "cpu-only"])
         check(rc == 1 and "no vgpu.io/gpu-inventory" in err, "NODE without inventory: %r" % err)
+        # Through the real kubectl's plugin mechanism, when kubectl is installed.
+        kubectl = shutil.which("kubectl")
+        if kubectl:
+            path = os.path.dirname(os.path.abspath(args.bin)) + ":" + os.environ["PATH"]
+            rc, out, err = run(kubectl, ["inspect", "gpushare", "-d", "--kubeconfig",
+                                         c.kubeconfig], env_extra={"PATH": path})
+            check(rc == 0 and "NAME:       node-a" in out,
+                  "kubectl inspect gpushare -d runs the plugin: %d %r" % (rc, err))
+        else:
+            print("kubectl not installed: the plugin mechanism is not exercised")
         # The kubeconfig is found the way kubectl finds it.
         rc, out, _ = run(args.bin, [], env_extra={"KUBECONFIG": c.kubeconfig})
         check(rc == 0 and "node-a" in out, "$KUBECONFIG is used")
