@@ -8,10 +8,14 @@ URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
 resources managed and ignored by kube-scheduler), and that each overlay's
 device plugin configuration is exactly the example of its dialect.
 
+With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin and
+vgpu-scheduler must be one that the built program's --help documents.
+
 Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -251,7 +255,24 @@ def check_scheduler(objs, config):
     check(mine and mine <= set(managed), "overlay resources %s are managed" % sorted(mine))
 
 
-def check_overlay(cmd, overlay, config_file):
+def check_flags(objs, bindir):
+    """Every --flag the manifests pass to our programs is one the built program documents
+    in its --help (getopt_long, so --flag=value is accepted as written)."""
+    ds = objs[("DaemonSet", "vgpu-device-plugin")]["spec"]["template"]["spec"]
+    dep = objs[("Deployment", "vgpu-scheduler")]["spec"]["template"]["spec"]
+    for ctr in ds["containers"] + [c for c in dep["containers"] if c["name"] == "extender"]:
+        prog = ctr["command"][0]
+        p = subprocess.run([os.path.join(bindir, prog), "--help"], capture_output=True,
+                           text=True, timeout=30)
+        usage = p.stdout + p.stderr
+        synopsis = usage.split("\n  --")[0]  # the usage lines, before the option list
+        for arg in ctr["command"][1:]:
+            flag = arg.split("=", 1)[0]
+            check(re.search(r"[\s\[]" + re.escape(flag) + r"[\s\]]", synopsis) is not None,
+                  "%s accepts %s (its usage: %s)" % (prog, flag, synopsis))
+
+
+def check_overlay(cmd, overlay, config_file, bindir):
     objs = index(render(cmd, overlay))
     kinds = sorted({k for k, _ in objs})
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment",
@@ -267,6 +288,8 @@ def check_overlay(cmd, overlay, config_file):
     check_rbac(objs)
     config = check_daemonset(objs, overlay, config_file)
     check_scheduler(objs, config)
+    if bindir:
+        check_flags(objs, bindir)
     np = objs[("NetworkPolicy", "vgpu-scheduler-no-ingress")]["spec"]
     check(np["policyTypes"] == ["Ingress"] and not np.get("ingress") and
           np["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgpu-scheduler"},
@@ -275,13 +298,14 @@ def check_overlay(cmd, overlay, config_file):
 
 
 def main():
+    bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
     cmd = renderer()
     if cmd is None:
         print("SKIP: neither kubectl nor kustomize is installed (scripts/deps.sh installs kubectl)")
         return 77
     print("rendering with:", " ".join(cmd))
     for overlay, config_file in OVERLAYS.items():
-        check_overlay(cmd, overlay, config_file)
+        check_overlay(cmd, overlay, config_file, bindir)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1
