@@ -70,6 +70,7 @@ struct ins_resource {
 
 struct ins_node {
   char *name, *ip;
+  bool unschedulable; /* cordoned: spec.unschedulable */
   int ngpus;
   struct ins_gpu *gpu;
   int nres;

@@ -110,6 +110,9 @@ static int add_node(json_object *item, struct ins_cluster *cl, struct vg_err *er
   if (n == NULL) return vg_err_set(err, "out of memory");
   n->name = ins_strdup(name);
   n->ip = ins_strdup(internal_ip(item));
+  json_object *cordoned = ins_field(ins_field(item, "spec"), "unschedulable");
+  n->unschedulable = cordoned != NULL && json_object_is_type(cordoned, json_type_boolean) &&
+                     json_object_get_boolean(cordoned);
   struct vg_err e = {""};
   if (parse_inventory(n, text, &e) != 0) {
     ins_warn(cl, "node %s: annotation %s: %s; node left out", name, INVENTORY_ANNOTATION, e.msg);

@@ -4,7 +4,7 @@
  *
  * {"unit": "GiB", "unitBytes": N,
  *  "cluster": {"memoryTotal", "memoryAllocated", "percent"},       (bytes)
- *  "nodes": [{"name", "ip", "memoryTotal", "memoryAllocated",
+ *  "nodes": [{"name", "ip", "unschedulable", "memoryTotal", "memoryAllocated",
  *             "memoryUnassigned", "unassignedUnknown", "coresAllocated",
  *             "coresTotal",
  *             "gpus": [{"index", "uuid", "type", "health", "reason",
@@ -83,6 +83,7 @@ static json_object *node_json(const struct ins_node *n, int64_t *total, int64_t 
   *alloc += unassigned;
   put(o, "name", json_object_new_string(n->name));
   put(o, "ip", json_object_new_string(n->ip));
+  put(o, "unschedulable", json_object_new_boolean(n->unschedulable));
   put(o, "memoryTotal", json_object_new_int64(*total));
   put(o, "memoryAllocated", json_object_new_int64(*alloc));
   put(o, "memoryUnassigned", json_object_new_int64(unassigned));

@@ -2,7 +2,9 @@
  * render_text.c -- `kubectl inspect gpushare [-d]` as text, in the layout of
  * Aliyun's kubectl plugin (research/gpushare-timeslicing.md A5), so users of
  * seed 002 read it the same way. Differences, each on purpose:
- *   - nodes in name order (Aliyun's is random), the unit in the header;
+ *   - nodes in name order (Aliyun's is random), the unit in the header; a
+ *     cordoned node says "(SchedulingDisabled)" after its name (e#8: its
+ *     memory still counts, pods hold it, but nothing new will land there);
  *   - a GPU a node does not have is "-" (Aliyun: 0/0), an unhealthy GPU says
  *     so in its cell;
  *   - Aliyun's PENDING column is UNASSIGNED: memory held on the node by
@@ -28,7 +30,7 @@ static void unassigned_cell(struct grid *g, int col, long long mem, bool unknown
 static void summary_row(struct grid *g, const struct ins_cluster *cl, const struct ins_node *n) {
   int col = 0;
   grid_row(g);
-  grid_set(g, col++, "%s", n->name);
+  grid_set(g, col++, n->unschedulable ? "%s (SchedulingDisabled)" : "%s", n->name);
   grid_set(g, col++, "%s", n->ip);
   for (int i = 0; i < cl->max_gpus; i++, col++) {
     if (i >= n->ngpus) {
@@ -152,7 +154,8 @@ static int render_node_detail(const struct ins_node *n, const char *unit, FILE *
     grid_set(&g, 1, "%s", rows[r].ns);
     pod_cells(&g, n, &rows[r]);
   }
-  fprintf(out, "\nNAME:       %s\nIPADDRESS:  %s\n\n", n->name, n->ip);
+  fprintf(out, "\nNAME:       %s%s\nIPADDRESS:  %s\n\n", n->name,
+          n->unschedulable ? " (SchedulingDisabled)" : "", n->ip);
   int oom = g.oom;
   size_t len = oom ? 0 : grid_print(&g, out, npods > 0 ? 1 : 0);
   grid_free(&g);

@@ -70,6 +70,8 @@ def node_object(node):
     obj = {"metadata": {"name": node["name"], "annotations": {}},
            "status": {"addresses": [{"type": "Hostname", "address": node["name"]},
                                     {"type": "InternalIP", "address": node["ip"]}]}}
+    if node.get("unschedulable"):
+        obj["spec"] = {"unschedulable": True}
     if "gpus" in node or "raw_inventory" in node:
         obj["metadata"]["annotations"]["vgpu.io/gpu-inventory"] = inventory(node)
     return obj
@@ -211,7 +213,7 @@ def check_json(name, fixture, doc, err):
               "%s json: %s memoryAllocated" % (name, n["name"]))
         total += wtotal
     check(doc["cluster"]["memoryTotal"] == total, "%s json: cluster total" % name)
-    gpushare = {"gpushare-gib": "GiB", "warnings": "GiB"}
+    gpushare = {"gpushare-gib": "GiB"}
     check(doc["unit"] == gpushare.get(name, "MiB"), "%s json: unit %s" % (name, doc["unit"]))
     check(("warning: " in err) == (name == "warnings"), "%s json: stderr %r" % (name, err))
 
@@ -223,6 +225,7 @@ def test_specific_json(args, tmp):
     try:
         doc = json.loads(run(args.bin, ["-ojson", "--kubeconfig", c.kubeconfig])[1])
         ts1, ts2 = doc["nodes"]
+        check(ts1["unschedulable"] is False, "time-slicing: ts-1 is schedulable")
         check([u["memory"] for u in ts1["unassigned"]] == [None, None],
               "time-slicing: replicas without memory size must be null, got %s" % ts1)
         check(ts1["unassignedUnknown"] is True, "time-slicing: ts-1 unassignedUnknown")
@@ -246,8 +249,11 @@ def test_specific_json(args, tmp):
               "warnings: odd quantity named")
         check("pod default/huge container c: aliyun.com/gpu-mem: 9223372036854775807 is more "
               "memory than can be counted" in w, "warnings: huge quantity named")
-        check(err.count("warning: ") == len(doc["warnings"]) == 5, "warnings on stderr: %r" % err)
+        check("nodes use both GiB and MiB for aliyun.com/gpu-mem; showing MiB" in w,
+              "warnings: mixed gpushare units named")
+        check(err.count("warning: ") == len(doc["warnings"]) == 6, "warnings on stderr: %r" % err)
         un = {u["pod"]: u["memory"] for u in doc["nodes"][0]["unassigned"]}
+        check([n["name"] for n in doc["nodes"]] == ["good", "good-mib"], "warnings: nodes")
         check(un == {"bad-annotation": 2 << 30, "ghost-gpu": 1 << 30, "huge": None},
               "warnings: unassigned %s" % un)
     finally:
