@@ -1,0 +1,26 @@
+/*
+ * grid.h -- a tiny tab writer: rows of cells printed in aligned columns with
+ * two spaces between them (what Go's tabwriter gives Aliyun's inspect), the
+ * last column unpadded so no line ends in spaces.
+ */
+#ifndef VG_INSPECT_GRID_H
+#define VG_INSPECT_GRID_H
+
+#include <stdio.h>
+
+struct grid {
+  int ncols, nrows;
+  char **cell; /* nrows * ncols, heap strings */
+  int oom;     /* an allocation failed */
+};
+
+void grid_init(struct grid *g, int ncols);
+/* Appends an empty row; cells are set with grid_set. */
+void grid_row(struct grid *g);
+/* Sets column col of the last row (printf-style). */
+void grid_set(struct grid *g, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prints the rows; returns the printed length of row `measure` (no newline). */
+size_t grid_print(const struct grid *g, FILE *out, int measure);
+void grid_free(struct grid *g);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * main.c -- kubectl-inspect-gpushare: options, the user's kubeconfig, and
+ * what the exit status says.
+ *
+ *   kubectl inspect gpushare [-d] [-o table|json] [--kubeconfig FILE] [NODE]
+ *
+ * kubectl finds this program on $PATH by its name and passes the remaining
+ * arguments. Credentials come from --kubeconfig, else $KUBECONFIG (its first
+ * file), else ~/.kube/config, else the in-cluster service account when run
+ * in a pod. Exit status: 0 shown, 1 the cluster could not be read (the
+ * message says which server, which kubeconfig, and why), 2 bad usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inspect.h"
+
+#define PROG "kubectl-inspect-gpushare"
+
+struct opts {
+  bool detail, json;
+  const char *kubeconfig, *node;
+};
+
+static void usage(FILE *to) {
+  fputs(
+      "usage: kubectl inspect gpushare [-d] [-o table|json] [--kubeconfig FILE] [NODE]\n"
+      "\n"
+      "Shows per node and per GPU the GPU memory allocated to pods out of the total, the\n"
+      "compute share (GPU Cores, percent points: 100 per GPU), and the cluster total.\n"
+      "Reads the Nodes' vgpu.io/gpu-inventory and the Pods' vgpu.io/assigned annotations,\n"
+      "so it works for every resource dialect (nvidia.com/vgpu, aliyun.com/gpu-mem,\n"
+      "nvidia.com/gpu time-slicing, volcano.sh/gpu-mem.128Mi). Memory is in GiB or MiB as\n"
+      "the gpushare dialect is configured (MiB without it). Pods holding GPU resources\n"
+      "without an assignment are counted in UNASSIGNED.\n"
+      "\n"
+      "  -d, --details        one block per node with the memory of each pod on each GPU\n"
+      "  -o, --output FORMAT  table (default) or json (bytes, for scripts)\n"
+      "  --kubeconfig FILE    default: $KUBECONFIG, else ~/.kube/config, else in-cluster\n"
+      "  NODE                 only this node\n"
+      "\n"
+      "Exit status: 0 shown, 1 the cluster could not be read, 2 bad usage.\n",
+      to);
+}
+
+static int bad_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, PROG ": ");
+  fprintf(stderr, fmt, arg);
+  fputc('\n', stderr);
+  usage(stderr);
+  return 2;
+}
+
+/* "--name VALUE" or "--name=VALUE" (also "-o json" and "-ojson"). */
+static const char *value_of(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n] == '\0') return *i + 1 < argc ? argv[++*i] : "";
+  if (strcmp(name, "-o") == 0) return a + n;
+  return NULL;
+}
+
+static int set_output(struct opts *o, const char *v) {
+  if (strcmp(v, "json") == 0)
+    o->json = true;
+  else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
+    o->json = false;
+  else
+    return bad_usage("unknown output format '%s' (use table or json)", v);
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 1;
+    } else if (strcmp(a, "-d") == 0 || strcmp(a, "--details") == 0) {
+      o->detail = true;
+    } else if ((v = value_of(argc, argv, &i, "-o")) != NULL ||
+               (v = value_of(argc, argv, &i, "--output")) != NULL) {
+      if (set_output(o, v) != 0) return 2;
+    } else if ((v = value_of(argc, argv, &i, "--kubeconfig")) != NULL) {
+      if (*v == '\0') return bad_usage("%s needs a file", "--kubeconfig");
+      o->kubeconfig = v;
+    } else if (a[0] == '-') {
+      return bad_usage("unknown option '%s'", a);
+    } else if (o->node != NULL) {
+      return bad_usage("one NODE at most (got a second one, '%s')", a);
+    } else {
+      o->node = a;
+    }
+  }
+  if (o->detail && o->json)
+    return bad_usage("%s",
+                     "-d and -o json do not go together "
+                     "(the JSON always has the per-pod detail)");
+  return 0;
+}
+
+/* Loads the configuration: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster. */
+static int pick_config(const struct opts *o, struct vg_k8s_config *cfg, struct vg_err *err) {
+  const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+  char path[4096];
+  if (o->kubeconfig != NULL) return vg_k8s_config_kubeconfig(cfg, o->kubeconfig, err);
+  if (env != NULL && *env != '\0') return vg_k8s_config_load(cfg, NULL, err);
+  snprintf(path, sizeof(path), "%s/.kube/config", home != NULL ? home : "");
+  if (home != NULL && access(path, F_OK) == 0) return vg_k8s_config_kubeconfig(cfg, path, err);
+  if (getenv("KUBERNETES_SERVICE_HOST") != NULL) return vg_k8s_config_load(cfg, NULL, err);
+  return vg_err_set(err,
+                    "no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create "
+                    "~/.kube/config");
+}
+
+static int api_failure(int rc, const struct vg_k8s_config *cfg, const struct vg_err *err) {
+  if (rc == VG_K8S_EUNREACHABLE)
+    fprintf(stderr,
+            PROG
+            ": cannot reach the Kubernetes API server %s (from %s): %s\n"
+            "Is the cluster running, and is the kubeconfig's server address right?\n",
+            cfg->server, cfg->source, err->msg);
+  else if (rc == VG_K8S_EUNAUTHORIZED)
+    fprintf(stderr,
+            PROG
+            ": the API server %s refused the credentials from %s (inspect needs "
+            "list on nodes and pods): %s\n",
+            cfg->server, cfg->source, err->msg);
+  else
+    fprintf(stderr, PROG ": reading the cluster from %s failed: %s\n", cfg->server, err->msg);
+  return 1;
+}
+
+static int gather(struct vg_k8s_client *c, const struct opts *o, struct ins_cluster *cl,
+                  struct vg_err *err) {
+  json_object *nodes = NULL, *pods = NULL;
+  int rc = ins_fetch(c, o->node, &nodes, &pods, err);
+  if (rc != 0) return rc;
+  rc = ins_nodes_from_list(nodes, o->node, cl, err);
+  if (rc == 0) rc = ins_pods_from_list(pods, cl, err);
+  json_object_put(nodes);
+  json_object_put(pods);
+  return rc;
+}
+
+static int inspect(const struct opts *o, const struct vg_k8s_config *cfg) {
+  struct vg_err err = {""};
+  struct ins_cluster cl = {0};
+  struct vg_k8s_client *c = vg_k8s_client_new(cfg, &err);
+  if (c == NULL) {
+    fprintf(stderr, PROG ": %s\n", err.msg);
+    return 1;
+  }
+  vg_k8s_client_set_timeouts(c, 20000, 5000);
+  int rc = gather(c, o, &cl, &err);
+  vg_k8s_client_free(c);
+  if (rc != 0) return api_failure(rc, cfg, &err);
+  if (o->node != NULL && cl.nnodes == 0) {
+    fprintf(stderr,
+            PROG
+            ": node %s not found, or it has no vgpu.io/gpu-inventory annotation "
+            "(is vgpu-device-plugin running there?)\n",
+            o->node);
+    ins_cluster_free(&cl);
+    return 1;
+  }
+  ins_compute(&cl);
+  for (int i = 0; i < cl.nwarn; i++) fprintf(stderr, "warning: %s\n", cl.warn[i]);
+  rc = o->json ? ins_render_json(&cl, stdout, &err) : ins_render_text(&cl, o->detail, stdout, &err);
+  ins_cluster_free(&cl);
+  if (rc != 0) fprintf(stderr, PROG ": %s\n", err.msg);
+  return rc != 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  struct opts o = {0};
+  int rc = parse_args(argc, argv, &o);
+  if (rc != 0) return rc == 1 ? 0 : rc;
+  struct vg_k8s_config cfg = {0};
+  struct vg_err err = {""};
+  if (pick_config(&o, &cfg, &err) != 0) {
+    fprintf(stderr, PROG ": %s\n", err.msg);
+    vg_k8s_config_free(&cfg);
+    return 1;
+  }
+  rc = inspect(&o, &cfg);
+  vg_k8s_config_free(&cfg);
+  return rc;
+}

@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""Renders every deploy/ overlay with the real `kubectl kustomize` (or
+`kustomize build`) and checks what would be applied, structurally: kinds and
+names, namespaces, images, RBAC verbs (least privilege, no wildcards, bindings
+to our service accounts), the DaemonSet's host paths, library install step,
+NODE_NAME and probes, the scheduler's KubeSchedulerConfiguration (extender
+URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
+resources managed and ignored by kube-scheduler), and that each overlay's
+device plugin configuration is exactly the example of its dialect.
+
+With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin and
+vgpu-scheduler must be one that the built program's --help documents.
+
+Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY = os.path.join(ROOT, "deploy")
+NS = "vgpu-system"
+IMAGE = "ghcr.io/vgpu/vgpu:v0.1.0"
+KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.29.4"
+OVERLAYS = {"vgpu": "vgpu.yaml", "gpushare": "gpushare.yaml",
+            "time-slicing": "nvidia-time-slicing.yaml", "cce": "cce.yaml"}
+ALL_GPU_RESOURCES = {
+    "nvidia.com/vgpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage",
+    "nvidia.com/gpucores", "aliyun.com/gpu-mem", "nvidia.com/gpu", "nvidia.com/gpu.shared",
+    "volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"}
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what)
+
+
+def renderer():
+    if os.environ.get("VG_KUBECTL"):
+        return [os.environ["VG_KUBECTL"], "kustomize"]
+    if shutil.which("kubectl"):
+        return ["kubectl", "kustomize"]
+    if shutil.which("kustomize"):
+        return ["kustomize", "build"]
+    return None
+
+
+def render(cmd, overlay):
+    p = subprocess.run(cmd + [os.path.join(DEPLOY, "overlays", overlay)],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise SystemExit("%s %s failed: %s" % (" ".join(cmd), overlay, p.stderr))
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def index(docs):
+    out = {}
+    for d in docs:
+        key = (d["kind"], d["metadata"]["name"])
+        check(key not in out, "duplicate object %s/%s" % key)
+        out[key] = d
+    return out
+
+
+def by_prefix(objs, kind, prefix):
+    found = [o for (k, n), o in objs.items() if k == kind and n.startswith(prefix + "-")]
+    check(len(found) == 1, "one generated %s %s-<hash>, got %d" % (kind, prefix, len(found)))
+    return found[0] if found else {"metadata": {"name": "?"}, "data": {}}
+
+
+def rules_of(role):
+    """{resource: set(verbs)}; resourceNames-limited rules keyed resource@names."""
+    out = {}
+    for r in role.get("rules", []):
+        check("*" not in r.get("verbs", []) and "*" not in r.get("resources", []) and
+              "*" not in r.get("apiGroups", []), "wildcard in %s" % role["metadata"]["name"])
+        for res in r["resources"]:
+            key = res + ("@" + ",".join(r["resourceNames"]) if r.get("resourceNames") else "")
+            out.setdefault(key, set()).update(r["verbs"])
+    return out
+
+
+def check_rbac(objs):
+    dp = rules_of(objs[("ClusterRole", "vgpu-device-plugin")])
+    check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch"}},
+          "device plugin ClusterRole is exactly get/patch nodes, get/list/watch pods: %s" % dp)
+    ext = rules_of(objs[("ClusterRole", "vgpu-scheduler-extender")])
+    check(ext == {"nodes": {"get", "list"}, "pods": {"get", "list", "watch"},
+                  "pods/binding": {"create"}},
+          "extender ClusterRole is exactly get/list nodes, get/list/watch pods, create "
+          "pods/binding: %s" % ext)
+    le = rules_of(objs[("Role", "vgpu-scheduler-leader-election")])
+    check(le == {"leases": {"create"}, "leases@vgpu-scheduler": {"get", "update"}},
+          "leader election Role: %s" % le)
+    want = {
+        ("ClusterRoleBinding", "vgpu-device-plugin"): ("ClusterRole", "vgpu-device-plugin",
+                                                       "vgpu-device-plugin"),
+        ("ClusterRoleBinding", "vgpu-scheduler-extender"): ("ClusterRole",
+                                                            "vgpu-scheduler-extender",
+                                                            "vgpu-scheduler"),
+        ("ClusterRoleBinding", "vgpu-scheduler-as-kube-scheduler"): (
+            "ClusterRole", "system:kube-scheduler", "vgpu-scheduler"),
+        ("ClusterRoleBinding", "vgpu-scheduler-as-volume-scheduler"): (
+            "ClusterRole", "system:volume-scheduler", "vgpu-scheduler"),
+        ("RoleBinding", "vgpu-scheduler-authentication-reader"): (
+            "Role", "extension-apiserver-authentication-reader", "vgpu-scheduler"),
+        ("RoleBinding", "vgpu-scheduler-leader-election"): (
+            "Role", "vgpu-scheduler-leader-election", "vgpu-scheduler"),
+    }
+    for key, (rkind, rname, sa) in want.items():
+        b = objs.get(key)
+        check(b is not None, "binding %s/%s exists" % key)
+        if b is None:
+            continue
+        check((b["roleRef"]["kind"], b["roleRef"]["name"]) == (rkind, rname),
+              "%s/%s refers to %s/%s" % (key + (rkind, rname)))
+        check(b["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": NS}],
+              "%s/%s binds only ServiceAccount %s/%s" % (key + (NS, sa)))
+    auth = objs[("RoleBinding", "vgpu-scheduler-authentication-reader")]
+    check(auth["metadata"]["namespace"] == "kube-system",
+          "the authentication reader binding lives in kube-system")
+    for kind in ("ClusterRole", "Role"):
+        ours = [n for (k, n) in objs if k == kind]
+        check(set(ours) <= {"vgpu-device-plugin", "vgpu-scheduler-extender",
+                            "vgpu-scheduler-leader-election"},
+              "no other %s objects: %s" % (kind, ours))
+
+
+def host_paths(pod):
+    return {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+
+
+def mounts(ctr):
+    return {m["name"]: m["mountPath"] for m in ctr.get("volumeMounts", [])}
+
+
+def check_probes(ctr, what, kinds=("livenessProbe", "readinessProbe")):
+    for p in kinds:
+        check(p in ctr, "%s has a %s" % (what, p))
+
+
+def check_daemonset(objs, overlay, config_file):
+    ds = objs[("DaemonSet", "vgpu-device-plugin")]
+    pod = ds["spec"]["template"]["spec"]
+    check(pod["serviceAccountName"] == "vgpu-device-plugin", "DaemonSet service account")
+    hp = host_paths(pod)
+    for path in ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources",
+                 "/var/lib/vgpu", "/usr/local/vgpu"):
+        check(path in hp.values(), "DaemonSet mounts host path %s" % path)
+    init = pod["initContainers"]
+    check(len(init) == 1 and init[0]["image"] == IMAGE, "one init container with %s" % IMAGE)
+    lib_mount = mounts(init[0]).get([n for n, p in hp.items() if p == "/usr/local/vgpu"][0])
+    script = " ".join(init[0]["command"])
+    check(lib_mount is not None and "/opt/vgpu/lib/libvgpu.so" in script and
+          "mv -f" in script and lib_mount + "/libvgpu.so" in script,
+          "init step installs libvgpu.so at the host's /usr/local/vgpu/libvgpu.so by rename")
+    (ctr,) = pod["containers"]
+    check(ctr["image"] == IMAGE, "device plugin image %s" % ctr["image"])
+    check(ctr["command"][0] == "vgpu-device-plugin", "runs vgpu-device-plugin")
+    m = mounts(ctr)
+    for name, path in hp.items():
+        if path != "/usr/local/vgpu":
+            check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+    env = {e["name"]: e for e in ctr["env"]}
+    check(env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}},
+          "NODE_NAME from the downward API")
+    check("--node-name=$(NODE_NAME)" in ctr["command"], "--node-name=$(NODE_NAME)")
+    check_probes(ctr, "device plugin", ("livenessProbe", "readinessProbe", "startupProbe"))
+    check(ctr["securityContext"].get("allowPrivilegeEscalation") is False and
+          ctr["securityContext"]["capabilities"]["drop"] == ["ALL"],
+          "device plugin drops all capabilities")
+    # The config: generated ConfigMap, referenced by its hashed name, mounted where --config says.
+    cm = by_prefix(objs, "ConfigMap", "vgpu-device-plugin-config")
+    vol = [v for v in pod["volumes"] if "configMap" in v]
+    check(len(vol) == 1 and vol[0]["configMap"]["name"] == cm["metadata"]["name"],
+          "DaemonSet uses the generated ConfigMap %s" % cm["metadata"]["name"])
+    check("--config=%s/config.yaml" % m.get(vol[0]["name"] if vol else "", "?") in ctr["command"],
+          "--config points at the mounted config.yaml")
+    with open(os.path.join(ROOT, "examples", "config", config_file)) as f:
+        example = f.read()
+    check(cm["data"].get("config.yaml") == example,
+          "%s overlay's config.yaml is examples/config/%s unchanged" % (overlay, config_file))
+    return yaml.safe_load(example)
+
+
+def dialect_resources(config):
+    """The resource names a device plugin config advertises or reads."""
+    if "sharing" in config:
+        config = {"dialects": {"timeSlicing": config}}
+    out = set()
+    for name, d in (config.get("dialects") or {}).items():
+        d = d or {}
+        if name == "vgpu":
+            out |= {d.get("resourceName", "nvidia.com/vgpu"),
+                    d.get("resourceMem", "nvidia.com/gpumem"),
+                    d.get("resourceMemPercentage", "nvidia.com/gpumem-percentage"),
+                    d.get("resourceCores", "nvidia.com/gpucores")}
+        elif name == "gpushare":
+            out.add(d.get("resourceName", "aliyun.com/gpu-mem"))
+        elif name == "timeSlicing":
+            ts = d["sharing"]["timeSlicing"]
+            suffix = ".shared" if ts.get("renameByDefault") else ""
+            out |= {r["name"] + suffix for r in ts["resources"]}
+        elif name == "cce":
+            out |= {"volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"}
+    return out
+
+
+def check_scheduler(objs, config):
+    dep = objs[("Deployment", "vgpu-scheduler")]
+    pod = dep["spec"]["template"]["spec"]
+    check(pod["serviceAccountName"] == "vgpu-scheduler", "scheduler service account")
+    ctrs = {c["name"]: c for c in pod["containers"]}
+    check(set(ctrs) == {"kube-scheduler", "extender"}, "kube-scheduler + extender sidecar")
+    ks, ext = ctrs["kube-scheduler"], ctrs["extender"]
+    check(ks["image"] == KUBE_SCHEDULER_IMAGE and ext["image"] == IMAGE,
+          "scheduler images %s, %s" % (ks["image"], ext["image"]))
+    check_probes(ks, "kube-scheduler")
+    check_probes(ext, "extender")
+    check(ext["livenessProbe"]["httpGet"]["path"] == "/healthz", "extender probe is /healthz")
+    listen = [a for a in ext["command"] if a.startswith("--listen=")]
+    port = int(listen[0].rsplit(":", 1)[1]) if listen else -1
+    check(ext["livenessProbe"]["httpGet"]["port"] == port, "extender probe port = --listen port")
+    cm = by_prefix(objs, "ConfigMap", "vgpu-scheduler-config")
+    vol = [v for v in pod["volumes"] if "configMap" in v]
+    check(len(vol) == 1 and vol[0]["configMap"]["name"] == cm["metadata"]["name"],
+          "scheduler uses the generated ConfigMap")
+    path = mounts(ks).get(vol[0]["name"] if vol else "", "?") + "/scheduler-config.yaml"
+    check("--config=" + path in ks["command"], "kube-scheduler --config=%s" % path)
+    sc = yaml.safe_load(cm["data"].get("scheduler-config.yaml", "{}"))
+    check(sc.get("apiVersion") == "kubescheduler.config.k8s.io/v1" and
+          sc.get("kind") == "KubeSchedulerConfiguration", "KubeSchedulerConfiguration v1")
+    check([p["schedulerName"] for p in sc.get("profiles", [])] == ["vgpu-scheduler"],
+          "one profile, schedulerName vgpu-scheduler")
+    le = sc.get("leaderElection", {})
+    check(le.get("resourceNamespace") == NS and le.get("resourceName") == "vgpu-scheduler",
+          "leader election Lease matches the Role's resourceNames")
+    (e,) = sc["extenders"]
+    check(e["urlPrefix"] == "http://127.0.0.1:%d" % port, "urlPrefix reaches the sidecar")
+    check((e["filterVerb"], e["prioritizeVerb"], e["bindVerb"]) == ("filter", "prioritize", "bind"),
+          "extender verbs filter/prioritize/bind")
+    check(e["nodeCacheCapable"] is True, "nodeCacheCapable")
+    managed = {r["name"]: r for r in e["managedResources"]}
+    check(set(managed) == ALL_GPU_RESOURCES, "managedResources: %s" % sorted(managed))
+    check(all(r["ignoredByScheduler"] is True for r in managed.values()),
+          "every managed resource ignoredByScheduler")
+    mine = dialect_resources(config)
+    check(mine and mine <= set(managed), "overlay resources %s are managed" % sorted(mine))
+
+
+def check_flags(objs, bindir):
+    """Every --flag the manifests pass to our programs is one the built program documents
+    in its --help (getopt_long, so --flag=value is accepted as written)."""
+    ds = objs[("DaemonSet", "vgpu-device-plugin")]["spec"]["template"]["spec"]
+    dep = objs[("Deployment", "vgpu-scheduler")]["spec"]["template"]["spec"]
+    for ctr in ds["containers"] + [c for c in dep["containers"] if c["name"] == "extender"]:
+        prog = ctr["command"][0]
+        p = subprocess.run([os.path.join(bindir, prog), "--help"], capture_output=True,
+                           text=True, timeout=30)
+        usage = p.stdout + p.stderr
+        synopsis = usage.split("\n  --")[0]  # the usage lines, before the option list
+        for arg in ctr["command"][1:]:
+            flag = arg.split("=", 1)[0]
+            check(re.search(r"[\s\[]" + re.escape(flag) + r"[\s\]]", synopsis) is not None,
+                  "%s accepts %s (its usage: %s)" % (prog, flag, synopsis))
+
+
+def check_overlay(cmd, overlay, config_file, bindir):
+    objs = index(render(cmd, overlay))
+    kinds = sorted({k for k, _ in objs})
+    check(kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment",
+                    "Namespace", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"],
+          "%s: kinds %s" % (overlay, kinds))
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for (kind, name), o in objs.items():
+        ns = o["metadata"].get("namespace")
+        if kind in cluster_scoped:
+            check(ns is None, "%s/%s is cluster-scoped" % (kind, name))
+        elif name != "vgpu-scheduler-authentication-reader":
+            check(ns == NS, "%s/%s in %s, got %s" % (kind, name, NS, ns))
+    check_rbac(objs)
+    config = check_daemonset(objs, overlay, config_file)
+    check_scheduler(objs, config)
+    if bindir:
+        check_flags(objs, bindir)
+    np = objs[("NetworkPolicy", "vgpu-scheduler-no-ingress")]["spec"]
+    check(np["policyTypes"] == ["Ingress"] and not np.get("ingress") and
+          np["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgpu-scheduler"},
+          "the extender takes no ingress from other pods")
+    print("%s: %d objects checked" % (overlay, len(objs)))
+
+
+def main():
+    bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
+    cmd = renderer()
+    if cmd is None:
+        print("SKIP: neither kubectl nor kustomize is installed (scripts/deps.sh installs kubectl)")
+        return 77
+    print("rendering with:", " ".join(cmd))
+    for overlay, config_file in OVERLAYS.items():
+        check_overlay(cmd, overlay, config_file, bindir)
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES))
+        return 1
+    print("all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
