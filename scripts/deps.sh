@@ -6,7 +6,10 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libcmocka-dev
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
   libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev python3-grpcio python3-protobuf
-  prometheus)  # prometheus: promtool, the real parser the metrics tests check against
+  prometheus python3-yaml)  # promtool checks the metrics; python3-yaml reads rendered manifests
+# kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
+# from elsewhere already owns /usr/bin/kubectl.
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
