@@ -304,7 +304,7 @@ static void test_filter_node_names(void **s) {
   assert_false(has_name(res, "node-b"));
   expect_contains(failed_reason(res, "node-b"), "largest GPU here has 8192 MiB");
   expect_contains(failed_reason(res, "node-c"), "no vgpu.io/gpu-inventory annotation");
-  expect_contains(failed_reason(res, "node-d"), "the node has 0 healthy vgpu GPUs");
+  expect_contains(failed_reason(res, "node-d"), "the node has 0 healthy nvidia.com/vgpu GPUs");
   expect_contains(failed_reason(res, "node-x"), "node not found");
   json_object *e = NULL;
   assert_true(json_object_object_get_ex(res, "Error", &e));
@@ -461,7 +461,7 @@ static void test_concurrent_bind_last_gpu(void **s) {
       if (e[0] == 0)
         ok++;
       else
-        expect_contains(e, "a slot free");
+        expect_contains(e, "a slot of nvidia.com/vgpu free");
       json_object_put(r[i].res);
     }
     assert_int_equal(ok, round == 0 ? 1 : 0);
