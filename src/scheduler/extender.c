@@ -246,8 +246,9 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
     struct vg_pod p;
     ext_to_core(&ev.views[i], &req, &n, &p);
     snprintf(n.name, sizeof(n.name), "%.*s", VG_SCHED_NAME_MAX - 1, cs.names[i]);
-    n.rank = (uint32_t)i;
     idx[i] = vg_cluster_add_node(&cl, &n, &err);
+    /* add_node starts the node empty: what its GPUs hold comes after. */
+    if (idx[i] >= 0) memcpy(cl.nodes[idx[i]].gpu_free, n.gpu_free, sizeof(n.gpu_free));
   }
   const struct vg_policy *pol = req.node_policy ? req.node_policy : x->policy;
   if (core && vg_sched_init(&s, &cl, pol, &x->workload, &err) != 0) core = false;
