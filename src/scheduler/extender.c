@@ -151,7 +151,9 @@ static int evaluate(struct vg_ext *x, const char *body, json_object **root, stru
   if (ext_parse_pod(pod, req, why, len) != 0) return -1;
   ev->fits = calloc((size_t)cs->n + 1, sizeof(bool));
   ev->why = calloc((size_t)cs->n + 1, sizeof(*ev->why));
-  ev->views = calloc((size_t)cs->n + 1, sizeof(*ev->views));
+  /* Not zeroed: ext_node_view fills each one before it is read, and zeroing
+   * 10 kB per candidate was a tenth of a warm filter's time. */
+  ev->views = malloc(((size_t)cs->n + 1) * sizeof(*ev->views));
   if (!ev->fits || !ev->why || !ev->views) {
     snprintf(why, len, "out of memory");
     return -1;
@@ -410,6 +412,7 @@ void vg_ext_free(struct vg_ext *x) {
   for (struct node_entry *e = x->nodes, *next; e; e = next) {
     next = e->next;
     pthread_mutex_destroy(&e->bind_lock);
+    free(e->inventory);
     free(e);
   }
   vg_workload_free(&x->workload);

@@ -212,7 +212,7 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
 
 bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct node_view *after,
                   ext_picks picks, char *why, size_t len) {
-  *after = *v0;
+  ext_view_copy(after, v0);
   for (int i = 0; i < r->n; i++) {
     if (!pick_ctr(r, &r->c[i], after, picks[i])) {
       explain(r, &r->c[i], after, why, len);
@@ -228,7 +228,8 @@ bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct no
 json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
                             ext_picks picks, struct vg_err *err) {
   struct vg_assignment a = {{0}, 0, NULL};
-  struct node_view work = *v; /* a GPU shared by two containers: the second sees the first */
+  struct node_view work; /* a GPU shared by two containers: the second sees the first */
+  ext_view_copy(&work, v);
   snprintf(a.node, sizeof(a.node), "%s", node);
   for (int i = 0; i < r->n; i++) {
     const struct ctr_req *c = &r->c[i];

@@ -111,17 +111,22 @@ struct node_entry {
   struct timespec at;        /* when view was read; 0 = never/stale */
   int rc;                    /* 0, or why the view is unusable (why) */
   char why[256];
+  char *inventory; /* the annotation text view was built from, or NULL */
   struct node_view view;
-  struct node_entry *next;
+  struct node_entry *next;   /* all entries (for freeing) */
+  struct node_entry *bucket; /* next in its hash bucket */
 };
+
+#define EXT_BUCKETS 4096 /* node entries are looked up once per candidate per verb */
 
 struct vg_ext {
   struct vg_k8s_client *client;
   const struct vg_policy *policy;
   struct vg_workload workload;
   long ttl_ms;
-  pthread_mutex_t lock; /* nodes list and cached views */
+  pthread_mutex_t lock; /* nodes list, buckets and cached views */
   struct node_entry *nodes;
+  struct node_entry *buckets[EXT_BUCKETS];
   unsigned long requests[5], errors; /* filter prioritize bind healthz metrics */
   unsigned long binds_ok, binds_failed;
 };
@@ -134,6 +139,9 @@ struct node_entry *ext_entry(struct vg_ext *x, const char *name);
 int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
                   struct node_view *v, char *why, size_t len);
 void ext_invalidate(struct vg_ext *x, const char *name);
+/* Copies a view: the header and its n GPUs only (most nodes have far fewer
+ * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */
+void ext_view_copy(struct node_view *dst, const struct node_view *src);
 /* Adds one slice (resource, bytes, percent) to g's account: what an
  * assignment entry holds, and what fit takes when it places a container. */
 void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores);

@@ -65,7 +65,7 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
 }
 
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
-  memset(v, 0, sizeof(*v));
+  v->n = 0;
   json_object *inv = json_tokener_parse(text);
   json_object *gpus = ext_get(inv, "gpus");
   int rc = -1;
@@ -80,6 +80,7 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
     for (size_t i = 0; rc == 0 && i < n && v->n < VG_SCHED_MAX_GPUS; i++) {
       json_object *g = json_object_array_get_idx(gpus, i);
       struct gpu_view *gv = &v->g[v->n++];
+      memset(gv, 0, sizeof(*gv));
       const char *uuid = ext_get_str(g, "uuid"), *type = ext_get_str(g, "type");
       const char *health = ext_get_str(g, "health");
       snprintf(gv->uuid, sizeof(gv->uuid), "%s", uuid ? uuid : "");
@@ -94,9 +95,10 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
   return rc;
 }
 
+static const char *inventory_text(json_object *node);
+
 static int view_from_node(json_object *node, struct node_view *v, char *why, size_t len) {
-  const char *text =
-      ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_ANN_INVENTORY);
+  const char *text = inventory_text(node);
   if (!text) {
     snprintf(why, len, "no %s annotation (is vgpu-device-plugin running there?)", VG_ANN_INVENTORY);
     return -1;
@@ -178,31 +180,67 @@ static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
   return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
+void ext_view_copy(struct node_view *dst, const struct node_view *src) {
+  dst->n = src->n;
+  memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
+}
+
+static unsigned bucket_of(const char *name) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
+  return h % EXT_BUCKETS;
+}
+
 struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
+  unsigned b = bucket_of(name);
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = x->nodes;
-  while (e && strcmp(e->name, name) != 0) e = e->next;
+  struct node_entry *e = x->buckets[b];
+  while (e && strcmp(e->name, name) != 0) e = e->bucket;
   if (!e && (e = calloc(1, sizeof(*e)))) {
     snprintf(e->name, sizeof(e->name), "%s", name);
     pthread_mutex_init(&e->bind_lock, NULL);
     e->next = x->nodes;
     x->nodes = e;
+    e->bucket = x->buckets[b];
+    x->buckets[b] = e;
   }
   pthread_mutex_unlock(&x->lock);
   return e;
 }
 
+static const char *inventory_text(json_object *node) {
+  return ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_ANN_INVENTORY);
+}
+
+/* The cached view when fresh; with a Node from the request (inv: its
+ * inventory text, maybe NULL) only if it was built from the same inventory,
+ * so that a full NodeList does not cost a pod list per node per request. */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
-                   struct node_view *v, char *why, size_t len, int *rc) {
+                   bool from_request, const char *inv, struct node_view *v, char *why, size_t len,
+                   int *rc) {
   pthread_mutex_lock(&x->lock);
   bool hit = e->at.tv_sec && elapsed_ms(&e->at, now) < (double)x->ttl_ms;
+  if (from_request) hit = hit && inv && e->inventory && strcmp(e->inventory, inv) == 0;
   if (hit) {
-    *v = e->view;
+    ext_view_copy(v, &e->view);
     *rc = e->rc;
     snprintf(why, len, "%s", e->why);
   }
   pthread_mutex_unlock(&x->lock);
   return hit;
+}
+
+static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, int rc,
+                  const char *inv, const struct node_view *v, const char *why) {
+  char *copy = inv ? strdup(inv) : NULL;
+  pthread_mutex_lock(&x->lock);
+  e->at = *now;
+  e->rc = rc;
+  ext_view_copy(&e->view, v);
+  snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
+  free(e->inventory);
+  e->inventory = copy;
+  pthread_mutex_unlock(&x->lock);
 }
 
 int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
@@ -215,29 +253,24 @@ int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   int rc;
-  if (!fresh && !node_obj && cached(x, e, &now, v, why, len, &rc)) return rc;
+  if (!fresh && cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), v, why, len, &rc))
+    return rc;
   json_object *fetched = NULL;
+  v->n = 0; /* every path below leaves a valid (maybe empty) view to cache */
   if (!node_obj) {
     struct vg_err err = {{0}};
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
     if (k != 0) {
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      memset(v, 0, sizeof(*v));
-      rc = -1;
-      goto store;
+      store(x, e, &now, -1, NULL, v, why);
+      return -1;
     }
     node_obj = fetched;
   }
   rc = view_from_node(node_obj, v, why, len);
   if (rc == 0) rc = subtract_pods(x, name, v, why, len);
-store:
+  store(x, e, &now, rc, inventory_text(node_obj), v, why);
   json_object_put(fetched);
-  pthread_mutex_lock(&x->lock);
-  e->at = now;
-  e->rc = rc;
-  e->view = *v;
-  snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
-  pthread_mutex_unlock(&x->lock);
   return rc;
 }
 
