@@ -461,6 +461,43 @@ static void test_concurrent_no_double_booking(void **s) {
   assert_int_equal(bound, 4);
 }
 
+/* ---- full NodeList with a long cache: a changed inventory is never served stale ---- */
+
+static json_object *filter_nodes(const char *node) {
+  char *pod = ext_pod_json("probe", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\"",
+                           NULL, NULL, NULL);
+  char *body = NULL;
+  if (asprintf(&body, "{\"Pod\":%s,\"Nodes\":{\"metadata\":{},\"items\":[%s]},\"NodeNames\":null}",
+               pod, node) < 0)
+    abort();
+  json_object *res = ext_post("/filter", body, 200);
+  free(body);
+  free(pod);
+  return res;
+}
+
+static void test_nodelist_cache(void **s) {
+  (void)s;
+  static const char *const ttl[] = {"--cache-ttl-ms", "600000", NULL};
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(ttl), 0);
+  char *healthy = ext_node_json("nl-cache", 1, 16, A100, "[" VGPU16 "]", 0);
+  char *sick = ext_node_json("nl-cache", 1, 16, A100, "[" VGPU16 "]", 1);
+  json_object *res = filter_nodes(healthy);
+  assert_null(ext_failed_reason(res, "nl-cache"));
+  json_object_put(res);
+  res = filter_nodes(sick); /* same node, its GPU now Unhealthy: not the cached view */
+  ext_expect_contains(ext_failed_reason(res, "nl-cache"), "0 healthy nvidia.com/vgpu GPUs");
+  json_object_put(res);
+  res = filter_nodes(healthy);
+  assert_null(ext_failed_reason(res, "nl-cache"));
+  json_object_put(res);
+  free(healthy);
+  free(sick);
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpushare),
@@ -474,6 +511,7 @@ int main(void) {
       cmocka_unit_test(test_recorded_requests),
       cmocka_unit_test(test_restart_recovery),
       cmocka_unit_test(test_concurrent_no_double_booking),
+      cmocka_unit_test(test_nodelist_cache),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
