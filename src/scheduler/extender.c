@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "extender_int.h"
 #include "log.h"
@@ -420,9 +421,41 @@ void vg_ext_free(struct vg_ext *x) {
   free(x);
 }
 
+/* Prometheus text: counters, and the time spent in each verb as a summary's
+ * _sum/_count (bench/extender_latency.py reads it to separate the server's
+ * time from the client's). */
+static char *metrics_text(struct vg_ext *x) {
+  static const char *const names[] = {"filter", "prioritize", "bind"};
+  pthread_mutex_lock(&x->lock);
+  char *t = dupf(
+      "# TYPE vgpu_scheduler_requests_total counter\n"
+      "vgpu_scheduler_requests_total{verb=\"filter\"} %lu\n"
+      "vgpu_scheduler_requests_total{verb=\"prioritize\"} %lu\n"
+      "vgpu_scheduler_requests_total{verb=\"bind\"} %lu\n"
+      "# TYPE vgpu_scheduler_bad_requests_total counter\n"
+      "vgpu_scheduler_bad_requests_total %lu\n"
+      "# TYPE vgpu_scheduler_binds_total counter\n"
+      "vgpu_scheduler_binds_total{result=\"ok\"} %lu\n"
+      "vgpu_scheduler_binds_total{result=\"failed\"} %lu\n"
+      "# TYPE vgpu_scheduler_request_seconds summary\n",
+      x->requests[0], x->requests[1], x->requests[2], x->errors, x->binds_ok, x->binds_failed);
+  for (int v = 0; t && v < 3; v++) {
+    char *more = dupf(
+        "%svgpu_scheduler_request_seconds_sum{verb=\"%s\"} %.6f\n"
+        "vgpu_scheduler_request_seconds_count{verb=\"%s\"} %lu\n",
+        t, names[v], x->seconds[v], names[v], x->requests[v]);
+    free(t);
+    t = more;
+  }
+  pthread_mutex_unlock(&x->lock);
+  return t;
+}
+
 int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const char *body,
                   size_t len, char **out, const char **content_type) {
   static const char *const verbs[] = {"/filter", "/prioritize", "/bind", "/healthz", "/metrics"};
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int v = 0;
   while (v < 5 && strcmp(path, verbs[v]) != 0) v++;
   *content_type = "application/json";
@@ -449,23 +482,15 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
     status = 200;
   } else {
     *content_type = "text/plain; version=0.0.4";
-    pthread_mutex_lock(&x->lock);
-    *out = dupf(
-        "# TYPE vgpu_scheduler_requests_total counter\n"
-        "vgpu_scheduler_requests_total{verb=\"filter\"} %lu\n"
-        "vgpu_scheduler_requests_total{verb=\"prioritize\"} %lu\n"
-        "vgpu_scheduler_requests_total{verb=\"bind\"} %lu\n"
-        "# TYPE vgpu_scheduler_bad_requests_total counter\n"
-        "vgpu_scheduler_bad_requests_total %lu\n"
-        "# TYPE vgpu_scheduler_binds_total counter\n"
-        "vgpu_scheduler_binds_total{result=\"ok\"} %lu\n"
-        "vgpu_scheduler_binds_total{result=\"failed\"} %lu\n",
-        x->requests[0], x->requests[1], x->requests[2], x->errors, x->binds_ok, x->binds_failed);
-    pthread_mutex_unlock(&x->lock);
+    *out = metrics_text(x);
     status = 200;
   }
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   pthread_mutex_lock(&x->lock);
   if (v < 5) x->requests[v]++;
+  if (v < 3)
+    x->seconds[v] += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (status >= 400) x->errors++;
   pthread_mutex_unlock(&x->lock);
   return status;

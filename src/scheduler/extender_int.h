@@ -129,6 +129,7 @@ struct vg_ext {
   struct node_entry *buckets[EXT_BUCKETS];
   unsigned long requests[5], errors; /* filter prioritize bind healthz metrics */
   unsigned long binds_ok, binds_failed;
+  double seconds[3]; /* time spent in filter, prioritize, bind */
 };
 
 /* The node entry (cache slot and bind lock) for name, created when new; NULL

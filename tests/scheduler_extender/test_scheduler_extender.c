@@ -85,6 +85,8 @@ static void test_healthz_metrics(void **s) {
   free(out);
   assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
   ext_expect_contains(out, "vgpu_scheduler_requests_total{verb=\"filter\"}");
+  ext_expect_contains(out, "vgpu_scheduler_request_seconds_sum{verb=\"filter\"}");
+  ext_expect_contains(out, "vgpu_scheduler_request_seconds_count{verb=\"bind\"}");
   free(out);
   assert_int_equal(ext_call("/nope", NULL, 0, &out), 404);
   free(out);
