@@ -101,7 +101,7 @@ static bool gpu_fits(const struct pod_req *q, const struct ctr_req *c, const str
   if (!r || !g->healthy || !selected(q, g) || g->exclusive) return false;
   if (r->ids_used + need_ids(c) > r->count) return false;
   if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return false;
-  if (g->mem_used + need_mem(c, g, r) > mem_cap(g, r)) return false;
+  if (need_mem(c, g, r) > mem_cap(g, r) - g->mem_used) return false; /* no overflow */
   if (g->cores_used + c->cores > cores_cap(r)) return false;
   if (c->cores >= 100 && g->slices > 0) return false;
   return true;

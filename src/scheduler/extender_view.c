@@ -21,6 +21,8 @@
 
 #include "extender_int.h"
 
+#define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
+
 static enum ext_dialect dialect_of(const char *s) {
   static const struct {
     const char *name;
@@ -60,6 +62,14 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
     rv->cores = (int)get_i64(r, "cores", 100);
     rv->max_vgpus = (int)get_i64(r, "maxVgpus", EXT_CCE_MAX_VGPUS);
     if (d == EXT_CCE) rv->unit = EXT_CCE_UNIT;
+    if (rv->count < 0 || rv->unit < 0 || rv->unit > MAX_BYTES || rv->memory < 0 ||
+        rv->memory > MAX_BYTES || rv->cores < 0 || rv->max_vgpus < 0) {
+      snprintf(why, len,
+               "annotation %s: GPU %s, resource %s: count, unit, memory, cores or "
+               "maxVgpus out of range",
+               VG_ANN_INVENTORY, gv->uuid, name);
+      return -1;
+    }
   }
   return 0;
 }
@@ -87,6 +97,7 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
       snprintf(gv->type, sizeof(gv->type), "%s", type ? type : "");
       gv->index = (int)get_i64(g, "index", (int64_t)i);
       gv->mem = get_i64(g, "memory", 0);
+      if (gv->mem < 0 || gv->mem > MAX_BYTES) gv->mem = 0; /* unusable, never a huge account */
       gv->healthy = health && strcmp(health, "Healthy") == 0 && gv->uuid[0];
       rc = parse_resources(ext_get(g, "resources"), gv, why, len);
     }
@@ -113,12 +124,13 @@ static int ids_of(const struct res_view *r, const struct gpu_view *g, int64_t me
   if (r->dialect == EXT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
   if (per <= 0) return 1;
   int64_t n = memory / per;
-  return n < 1 ? 1 : (int)n;
+  return n < 1 ? 1 : n > (1 << 20) ? (1 << 20) : (int)n;
 }
 
 void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores) {
   g->slices++;
-  g->mem_used += memory;
+  /* Saturating: assignments are parsed up to INT64_MAX bytes each. */
+  g->mem_used = memory > INT64_MAX - g->mem_used ? INT64_MAX : g->mem_used + memory;
   g->cores_used += cores;
   if (cores >= 100) g->exclusive = true;
   for (int k = 0; k < g->nres; k++) {

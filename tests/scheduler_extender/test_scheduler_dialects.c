@@ -144,6 +144,13 @@ static int setup(void **state) {
                "[{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":8,\"unit\":0,"
                "\"memory\":17179869184,\"cores\":100}]",
                0);
+  ext_add_node("bad-inv", 1, 16, A100,
+               "[{\"name\":\"aliyun.com/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16,"
+               "\"unit\":-5}]",
+               0);
+  ext_add_node("huge", 1, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
+  add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   return ext_sched_start(NULL);
 }
 
@@ -247,6 +254,16 @@ static void test_vgpu_percentage_mix_exclusive(void **s) {
   assert_false(ext_has_name(res, "excl"));
   assert_true(ext_has_name(res, "nl-idle"));
   json_object_put(res);
+}
+
+/* ---- inventories and assignments out of range: a reason, never a crash ---- */
+
+static void test_out_of_range(void **s) {
+  (void)s;
+  expect_misfit("\"aliyun.com/gpu-mem\":\"1\"", NULL, "bad-inv", "out of range");
+  /* Two entries of 9e18 bytes each: the account saturates instead of wrapping. */
+  expect_misfit("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1\"", NULL, "huge",
+                "needs 1 GPUs each with 1 MiB");
 }
 
 /* ---- validation ---- */
@@ -504,6 +521,7 @@ int main(void) {
       cmocka_unit_test(test_time_slicing),
       cmocka_unit_test(test_cce),
       cmocka_unit_test(test_vgpu_percentage_mix_exclusive),
+      cmocka_unit_test(test_out_of_range),
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_selection),
       cmocka_unit_test(test_gpu_policy),
