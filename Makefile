@@ -9,10 +9,11 @@
 #   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
 #   make bench-steer     GetPreferredAllocation with and without the scheduler's steering (bench/)
 #   make bench-replay    placement quality on the Alibaba GPU trace, every policy (bench/)
+#   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
 
 all: build
 
@@ -62,6 +63,9 @@ bench-steer: build
 
 bench-replay: build
 	@bash bench/replay.sh
+
+bench-extender: build
+	@/usr/bin/python3 bench/extender_latency.py
 
 format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i

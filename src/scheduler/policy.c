@@ -14,7 +14,12 @@ static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Wen
 static const struct vg_policy vgpu = {
     "vgpu", "experimental: FGD, ties to the GPU a share fills best", vg_score_vgpu};
 
-static const struct vg_policy *const all[] = {&bestfit, &fgd, &vgpu, NULL};
+static const struct vg_policy binpack = {
+    "binpack", "fullest node after placement (HAMi's node binpack)", vg_score_binpack};
+static const struct vg_policy spread = {"spread", "emptiest node (HAMi's node spread)",
+                                        vg_score_spread};
+
+static const struct vg_policy *const all[] = {&bestfit, &fgd, &vgpu, &binpack, &spread, NULL};
 
 const struct vg_policy *const *vg_policy_all(void) { return all; }
 

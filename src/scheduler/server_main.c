@@ -26,7 +26,9 @@ static void usage(FILE *f) {
           "  --policy NAME       placement policy that scores nodes:");
   for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
   fprintf(f,
-          " (default fgd)\n"
+          " (default fgd;\n"
+          "                      a pod may choose its own with vgpu.io/node-scheduler-policy,\n"
+          "                      and binpack/spread of GPUs with vgpu.io/gpu-scheduler-policy)\n"
           "  --cache-ttl-ms N    reuse a node's inventory and assignments this long in filter\n"
           "                      and prioritize (default 1000; bind always reads fresh)\n");
 }

@@ -122,6 +122,8 @@ const struct vg_policy *const *vg_policy_all(void);
 
 double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
+double vg_score_binpack(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
+double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 /* FGD's score for a share on node i, trying each GPU with room, plus
  * fit_weight * (how full the chosen GPU ends up) -- 0 for FGD itself; the

@@ -1,0 +1,287 @@
+/*
+ * extender_fit.c -- GPU-level fit for every dialect, on a struct node_view.
+ *
+ * A container asks for `count` distinct GPUs (vgpu, timeSlicing) or for one
+ * GPU (gpushare, cce), each taking from the GPU's shared account:
+ *
+ *   dialect      IDs taken          bytes held (gpus[].memory)       cores
+ *   vgpu         1                  gpumem, or % or all of the GPU's  gpucores
+ *                                   vgpu memory
+ *   timeSlicing  1 replica          the per-replica unit, else GPU
+ *                                   memory / replicas                 0
+ *   gpushare     N units            N x unit                          0
+ *   cce          N units            N x 128 MiB                       percentage
+ *
+ * and a GPU fits when it is Healthy, matches the pod's type/UUID selection,
+ * advertises the resource asked for in the right dialect, has the IDs free,
+ * memory and cores left (vgpu: within the vgpu resource's scaled totals),
+ * the resource's slice cap (vgpu: deviceSplitCount IDs; cce: maxVgpus) not
+ * reached, is not held exclusively (a 100 % cores slice) and, for a 100 %
+ * request, holds nothing else. CCE keeps one isolation mode per GPU: a GPU
+ * with memory-only CCE slices takes no memory+compute CCE slice and the
+ * other way round (Huawei's rule; the research note, section 10).
+ *
+ * The GPU chosen among those that fit follows the GPU policy: binpack (the
+ * default) takes the one with the least cores and then memory left, spread
+ * the one with the most.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <strings.h>
+#include <string.h>
+
+#include "extender_int.h"
+
+/* The GPU's resource c asks for, in a dialect that can serve it. */
+static const struct res_view *res_for(const struct ctr_req *c, const struct gpu_view *g) {
+  for (int k = 0; k < g->nres; k++) {
+    const struct res_view *r = &g->res[k];
+    if (strcmp(r->name, c->resource) != 0) continue;
+    if (c->kind == EXT_KIND_GPUSHARE) return r->dialect == EXT_GPUSHARE && r->unit > 0 ? r : NULL;
+    if (c->kind == EXT_KIND_CCE) return r->dialect == EXT_CCE ? r : NULL;
+    if (r->dialect == EXT_VGPU) return r;
+    if (r->dialect == EXT_TIMESLICING && !c->vgpu_only && r->count > 0) return r;
+    return NULL;
+  }
+  return NULL;
+}
+
+static int64_t need_mem(const struct ctr_req *c, const struct gpu_view *g,
+                        const struct res_view *r) {
+  switch (r->dialect) {
+    case EXT_VGPU:
+      return c->mem ? c->mem : c->mem_pct ? r->memory * c->mem_pct / 100 : r->memory;
+    case EXT_TIMESLICING:
+      return r->unit ? r->unit : g->mem / r->count;
+    default:
+      return c->units * r->unit;
+  }
+}
+
+static int need_ids(const struct ctr_req *c) {
+  return c->kind == EXT_KIND_COUNT ? 1 : (int)c->units;
+}
+
+static int64_t mem_cap(const struct gpu_view *g, const struct res_view *r) {
+  return r->dialect == EXT_VGPU ? r->memory : g->mem;
+}
+
+static int cores_cap(const struct res_view *r) { return r->dialect == EXT_VGPU ? r->cores : 100; }
+
+/* Is item in the comma list? exact, or a case-insensitive substring. */
+static bool in_list(const char *list, const char *item, bool substring) {
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    while (n && *p == ' ') p++, n--;
+    while (n && p[n - 1] == ' ') n--;
+    char tok[EXT_LIST_MAX];
+    snprintf(tok, sizeof(tok), "%.*s", (int)n, p);
+    if (n && (substring ? strcasestr(item, tok) != NULL : strcmp(item, tok) == 0)) return true;
+    p = end ? end + 1 : p + strlen(p);
+  }
+  return false;
+}
+
+static bool selected(const struct pod_req *q, const struct gpu_view *g) {
+  if (q->use_type[0] && !in_list(q->use_type, g->type, true)) return false;
+  if (q->nouse_type[0] && in_list(q->nouse_type, g->type, true)) return false;
+  if (q->use_uuid[0] && !in_list(q->use_uuid, g->uuid, false)) return false;
+  if (q->nouse_uuid[0] && in_list(q->nouse_uuid, g->uuid, false)) return false;
+  return true;
+}
+
+static bool mode_clash(const struct ctr_req *c, const struct gpu_view *g) {
+  if (c->kind != EXT_KIND_CCE || g->cce_mode == EXT_CCE_NONE) return false;
+  return g->cce_mode != (c->cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM);
+}
+
+static bool gpu_fits(const struct pod_req *q, const struct ctr_req *c, const struct gpu_view *g) {
+  const struct res_view *r = res_for(c, g);
+  if (!r || !g->healthy || !selected(q, g) || g->exclusive) return false;
+  if (r->ids_used + need_ids(c) > r->count) return false;
+  if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return false;
+  if (need_mem(c, g, r) > mem_cap(g, r) - g->mem_used) return false; /* no overflow */
+  if (g->cores_used + c->cores > cores_cap(r)) return false;
+  if (c->cores >= 100 && g->slices > 0) return false;
+  return true;
+}
+
+static void gpu_take(const struct ctr_req *c, struct gpu_view *g) {
+  ext_gpu_hold(g, c->resource, need_mem(c, g, res_for(c, g)), c->cores);
+}
+
+/* Is a better than b for the GPU policy? binpack: less left; spread: more. */
+static bool better(enum ext_gpu_policy pol, const struct ctr_req *c, const struct gpu_view *a,
+                   const struct gpu_view *b) {
+  const struct res_view *ra = res_for(c, a), *rb = res_for(c, b);
+  int ac = cores_cap(ra) - a->cores_used, bc = cores_cap(rb) - b->cores_used;
+  int64_t am = mem_cap(a, ra) - a->mem_used, bm = mem_cap(b, rb) - b->mem_used;
+  if (pol == EXT_GPU_SPREAD) return ac > bc || (ac == bc && am > bm);
+  return ac < bc || (ac == bc && am < bm);
+}
+
+static bool pick_ctr(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
+                     int *out) {
+  bool used[VG_SCHED_MAX_GPUS] = {false};
+  for (int k = 0; k < c->count; k++) {
+    int best = -1;
+    for (int j = 0; j < v->n; j++) {
+      if (used[j] || !gpu_fits(q, c, &v->g[j])) continue;
+      if (best < 0 || better(q->gpu_policy, c, &v->g[j], &v->g[best])) best = j;
+    }
+    if (best < 0) return false;
+    used[best] = true;
+    out[k] = best;
+  }
+  return true;
+}
+
+/* ---- reasons ---- */
+
+static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
+  if (c->kind == EXT_KIND_GPUSHARE)
+    snprintf(buf, len, "%lld units", (long long)c->units);
+  else if (c->kind == EXT_KIND_CCE)
+    snprintf(buf, len, "%lld MiB", (long long)(c->units * EXT_CCE_UNIT / EXT_MIB));
+  else if (c->mem)
+    snprintf(buf, len, "%lld MiB", (long long)(c->mem / EXT_MIB));
+  else if (c->mem_pct)
+    snprintf(buf, len, "%d%% of the memory", c->mem_pct);
+  else
+    snprintf(buf, len, "all the memory");
+}
+
+struct tally {
+  int advertised, other_dialect, eligible, fit, clash;
+  int64_t need_max, cap_max; /* bytes, among eligible GPUs */
+};
+
+static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
+                       struct tally *t) {
+  memset(t, 0, sizeof(*t));
+  for (int j = 0; j < v->n; j++) {
+    const struct gpu_view *g = &v->g[j];
+    const struct res_view *r = res_for(c, g);
+    for (int k = 0; !r && k < g->nres; k++)
+      t->other_dialect += !strcmp(g->res[k].name, c->resource);
+    if (!r) continue;
+    t->advertised++;
+    if (!g->healthy || !selected(q, g)) continue;
+    t->eligible++;
+    t->fit += gpu_fits(q, c, g);
+    t->clash += mode_clash(c, g) && !gpu_fits(q, c, g);
+    int64_t need = need_mem(c, g, r), cap = mem_cap(g, r);
+    if (need > t->need_max) t->need_max = need;
+    if (cap > t->cap_max) t->cap_max = cap;
+  }
+}
+
+/* Why container c does not fit view v (v unchanged). */
+static void explain(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
+                    char *why, size_t len) {
+  struct tally t;
+  count_gpus(q, c, v, &t);
+  bool sel = q->use_type[0] || q->nouse_type[0] || q->use_uuid[0] || q->nouse_uuid[0];
+  char need[64];
+  describe_need(c, need, sizeof(need));
+  if (t.advertised == 0 && t.other_dialect)
+    snprintf(why, len,
+             "container %s: %s here is time-slicing, which takes no nvidia.com/gpumem, "
+             "gpumem-percentage or gpucores",
+             c->name, c->resource);
+  else if (t.advertised == 0)
+    snprintf(why, len, "container %s asks for %s, which no GPU here advertises", c->name,
+             c->resource);
+  else if (t.eligible < c->count)
+    snprintf(why, len, "container %s asks for %d GPUs, the node has %d healthy %s GPUs%s", c->name,
+             c->count, t.eligible, c->resource,
+             sel ? " matching the pod's GPU type/UUID selection" : "");
+  else if (t.need_max > t.cap_max)
+    snprintf(why, len, "container %s asks for %lld MiB per GPU, the largest GPU here has %lld MiB",
+             c->name, (long long)(t.need_max / EXT_MIB), (long long)(t.cap_max / EXT_MIB));
+  else
+    snprintf(why, len,
+             "container %s needs %d GPUs each with %s, %d%% cores and a slot of %s free; %d "
+             "have%s",
+             c->name, c->count, need, c->cores, c->resource, t.fit,
+             t.clash ? " (others hold CCE slices of the other isolation mode: memory-only and "
+                       "memory+compute do not share a GPU)"
+                     : "");
+}
+
+bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct node_view *after,
+                  ext_picks picks, char *why, size_t len) {
+  ext_view_copy(after, v0);
+  for (int i = 0; i < r->n; i++) {
+    if (!pick_ctr(r, &r->c[i], after, picks[i])) {
+      explain(r, &r->c[i], after, why, len);
+      return false;
+    }
+    for (int k = 0; k < r->c[i].count; k++) gpu_take(&r->c[i], &after->g[picks[i][k]]);
+  }
+  return true;
+}
+
+/* ---- the assignment bind writes ---- */
+
+json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
+                            ext_picks picks, struct vg_err *err) {
+  struct vg_assignment a = {{0}, 0, NULL};
+  struct node_view work; /* a GPU shared by two containers: the second sees the first */
+  ext_view_copy(&work, v);
+  snprintf(a.node, sizeof(a.node), "%s", node);
+  for (int i = 0; i < r->n; i++) {
+    const struct ctr_req *c = &r->c[i];
+    struct vg_assign_ctr *ac = vg_assign_add_ctr(&a, c->name, c->resource);
+    if (ac == NULL) {
+      vg_assign_free(&a);
+      vg_err_set(err, "assignment: out of memory or too many containers");
+      return NULL;
+    }
+    for (int k = 0; k < c->count; k++) {
+      struct gpu_view *g = &work.g[picks[i][k]];
+      struct vg_assign_gpu *o = &ac->gpu[ac->ngpus++];
+      snprintf(o->uuid, sizeof(o->uuid), "%s", g->uuid);
+      o->index = g->index;
+      o->memory = need_mem(c, g, res_for(c, g));
+      o->cores = c->cores;
+      gpu_take(c, g);
+    }
+  }
+  json_object *o = vg_assign_to_json(&a, err);
+  vg_assign_free(&a);
+  return o;
+}
+
+/* ---- the placement core's view, for scoring ---- */
+
+/* Free milli of a GPU: the smaller of its free cores and free memory
+ * fractions; 0 when it cannot take a slice. */
+static int free_milli(const struct gpu_view *g) {
+  if (!g->healthy || g->exclusive || g->mem <= 0) return 0;
+  double fc = (100.0 - g->cores_used) / 100.0;
+  double fm = (double)(g->mem - g->mem_used) / (double)g->mem;
+  int milli = (int)floor(VG_MILLI * (fc < fm ? fc : fm));
+  return milli < 0 ? 0 : milli;
+}
+
+void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
+                 struct vg_pod *p) {
+  memset(n, 0, sizeof(*n));
+  memset(p, 0, sizeof(*p));
+  n->cpu_cap = n->cpu_free = 1;
+  n->mem_cap = n->mem_free = 1;
+  const struct gpu_view *first = NULL;
+  for (int j = 0; j < v->n; j++) {
+    n->gpu_free[n->ngpu++] = free_milli(&v->g[j]);
+    if (!first && r->n && res_for(&r->c[0], &v->g[j]) && v->g[j].mem > 0) first = &v->g[j];
+  }
+  if (r->n == 0) return;
+  const struct ctr_req *c = &r->c[0];
+  double fc = c->cores / 100.0;
+  double fm = first ? (double)need_mem(c, first, res_for(c, first)) / (double)first->mem : 1.0;
+  int milli = (int)ceil(VG_MILLI * (fc > fm ? fc : fm));
+  p->num_gpu = c->count;
+  p->gpu_milli = milli < 1 ? 1 : milli > VG_MILLI ? VG_MILLI : milli;
+}

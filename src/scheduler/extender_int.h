@@ -1,0 +1,172 @@
+/*
+ * extender_int.h -- what the extender's files share (not a public API).
+ *
+ * The extender is split by concern:
+ *   extender_request.c  a Pod -> struct pod_req: each GPU container's dialect,
+ *                       amounts and the pod's selection/policy annotations,
+ *                       validated (a bad request is a 400 naming what is wrong)
+ *   extender_view.c     a Node -> struct node_view: its GPUs from the inventory
+ *                       annotation minus what the assignments of its pods hold;
+ *                       the per-node cache and bind locks
+ *   extender_fit.c      GPU-level fit for every dialect, the GPU choice
+ *                       (binpack/spread), reasons for misfits, the assignment
+ *                       a bind writes, and the node in the placement core's terms
+ *   extender.c          the verbs (filter, prioritize, bind), /metrics
+ * See docs/scheduler.md.
+ */
+#ifndef VG_EXTENDER_INT_H
+#define VG_EXTENDER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "assignment.h"
+#include "extender.h"
+#include "vg_sched.h"
+
+#define EXT_MAX_CTRS 16
+#define EXT_MIB (1024LL * 1024LL)
+#define EXT_CCE_UNIT (128LL * EXT_MIB)
+#define EXT_CCE_MAX_VGPUS 20 /* CCE's limit when the inventory says none */
+#define EXT_MAX_RES 4        /* resources one GPU advertises (one per dialect) */
+#define EXT_LIST_MAX 512     /* a type/UUID selection annotation's value */
+
+enum ext_dialect { EXT_NONE, EXT_VGPU, EXT_GPUSHARE, EXT_TIMESLICING, EXT_CCE };
+enum ext_gpu_policy { EXT_GPU_BINPACK, EXT_GPU_SPREAD };
+
+/* ---- a pod's request (extender_request.c) ---- */
+
+/* What the pod's spec says. A count request (nvidia.com/vgpu, nvidia.com/gpu,
+ * nvidia.com/gpu.shared) is vgpu or timeSlicing depending on what the node
+ * advertises under that name; the dialect is settled per GPU at fit time. */
+enum ext_kind { EXT_KIND_COUNT, EXT_KIND_GPUSHARE, EXT_KIND_CCE };
+
+struct ctr_req {
+  char name[VG_ASSIGN_NAME_MAX];
+  enum ext_kind kind;
+  char resource[VG_SCHED_NAME_MAX]; /* the device-plugin resource its IDs come from */
+  int count;                        /* distinct GPUs (1 for gpushare and cce) */
+  int64_t units;                    /* gpushare / cce: memory IDs on its GPU */
+  int64_t mem;                      /* vgpu: bytes per GPU, 0 = see mem_pct */
+  int mem_pct;                      /* vgpu: percent of the GPU, 0 = whole when mem is 0 */
+  int cores;                        /* percent per GPU (vgpu gpucores, cce percentage) */
+  bool vgpu_only;                   /* asked gpumem/-percentage/gpucores */
+};
+
+struct pod_req {
+  int n; /* containers asking for GPUs */
+  struct ctr_req c[EXT_MAX_CTRS];
+  /* Selection annotations: comma lists, "" = not set. */
+  char use_type[EXT_LIST_MAX], nouse_type[EXT_LIST_MAX];
+  char use_uuid[EXT_LIST_MAX], nouse_uuid[EXT_LIST_MAX];
+  enum ext_gpu_policy gpu_policy;
+  const struct vg_policy *node_policy; /* NULL = the server's --policy */
+};
+
+/* Parses pod's GPU requests and annotations. Returns 0, or -1 with why. */
+int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len);
+
+/* ---- a node's GPUs (extender_view.c) ---- */
+
+struct res_view {
+  char name[VG_SCHED_NAME_MAX];
+  enum ext_dialect dialect;
+  int count;       /* IDs this GPU advertises for the resource */
+  int64_t unit;    /* bytes per ID (gpushare, cce, timeSlicing "equal") */
+  int64_t memory;  /* vgpu: bytes its slices may add up to */
+  int cores;       /* vgpu: percent its slices may add up to */
+  int max_vgpus;   /* cce: slices per GPU */
+  int ids_used;    /* IDs held by assignments naming this resource */
+  int slices_used; /* assignment entries naming this resource */
+};
+
+enum ext_cce_mode { EXT_CCE_NONE, EXT_CCE_MEM, EXT_CCE_MEM_CORES };
+
+struct gpu_view {
+  char uuid[VG_ASSIGN_UUID_MAX];
+  char type[64];
+  int index;
+  bool healthy;
+  int64_t mem, mem_used; /* bytes: the device, and what all slices hold */
+  int cores_used;        /* percent held by all slices */
+  int slices;            /* assignment entries on this GPU, any resource */
+  bool exclusive;        /* holds a 100 % cores slice */
+  enum ext_cce_mode cce_mode;
+  int nres;
+  struct res_view res[EXT_MAX_RES];
+};
+
+struct node_view {
+  int n;
+  struct gpu_view g[VG_SCHED_MAX_GPUS];
+};
+
+struct node_entry {
+  char name[VG_SCHED_NAME_MAX * 2];
+  pthread_mutex_t bind_lock; /* one bind at a time per node */
+  struct timespec at;        /* when view was read; 0 = never/stale */
+  int rc;                    /* 0, or why the view is unusable (why) */
+  char why[256];
+  char *inventory; /* the annotation text view was built from, or NULL */
+  struct node_view view;
+  struct node_entry *next;   /* all entries (for freeing) */
+  struct node_entry *bucket; /* next in its hash bucket */
+};
+
+#define EXT_BUCKETS 4096 /* node entries are looked up once per candidate per verb */
+
+struct vg_ext {
+  struct vg_k8s_client *client;
+  const struct vg_policy *policy;
+  struct vg_workload workload;
+  long ttl_ms;
+  pthread_mutex_t lock; /* nodes list, buckets and cached views */
+  struct node_entry *nodes;
+  struct node_entry *buckets[EXT_BUCKETS];
+  unsigned long requests[5], errors; /* filter prioritize bind healthz metrics */
+  unsigned long binds_ok, binds_failed;
+  double seconds[3]; /* time spent in filter, prioritize, bind */
+};
+
+/* The node entry (cache slot and bind lock) for name, created when new; NULL
+ * when out of memory. */
+struct node_entry *ext_entry(struct vg_ext *x, const char *name);
+/* The node's GPU view: from node_obj when given (a full NodeList), else the
+ * API (cached for ttl unless fresh). Returns 0, or -1 with why. */
+int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+                  struct node_view *v, char *why, size_t len);
+void ext_invalidate(struct vg_ext *x, const char *name);
+/* Copies a view: the header and its n GPUs only (most nodes have far fewer
+ * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */
+void ext_view_copy(struct node_view *dst, const struct node_view *src);
+/* Adds one slice (resource, bytes, percent) to g's account: what an
+ * assignment entry holds, and what fit takes when it places a container. */
+void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores);
+/* The inventory annotation's text -> v (nothing used yet). */
+int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
+
+/* ---- fit (extender_fit.c) ---- */
+
+/* picks[i][k]: view index of container i's k-th GPU. */
+typedef int ext_picks[EXT_MAX_CTRS][VG_SCHED_MAX_GPUS];
+
+/* Places every container in turn on a copy of v0 (after); false with why
+ * when one does not fit. */
+bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct node_view *after,
+                  ext_picks picks, char *why, size_t len);
+/* The vgpu.io/assigned object for a placement ext_pod_fits found on v. */
+json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
+                            ext_picks picks, struct vg_err *err);
+/* The node and pod in the placement core's terms (for scoring). */
+void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
+                 struct vg_pod *p);
+
+/* ---- small JSON helpers (extender_request.c) ---- */
+json_object *ext_get(json_object *o, const char *key);
+const char *ext_get_str(json_object *o, const char *key);
+
+#endif

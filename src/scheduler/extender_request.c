@@ -1,0 +1,343 @@
+/*
+ * extender_request.c -- what a Pod asks for, in every dialect of design.md,
+ * as one struct pod_req the fit code understands.
+ *
+ * Per container (limits win over requests, as the kubelet does):
+ *   vgpu          nvidia.com/vgpu (or nvidia.com/gpu) N GPUs, with optional
+ *                 nvidia.com/gpumem (MiB), nvidia.com/gpumem-percentage and
+ *                 nvidia.com/gpucores (percent)
+ *   timeSlicing   nvidia.com/gpu or nvidia.com/gpu.shared: N replicas
+ *   gpushare      aliyun.com/gpu-mem: N memory units on one GPU
+ *   cce           volcano.sh/gpu-mem.128Mi: N units of 128 MiB on one GPU,
+ *                 with optional volcano.sh/gpu-core.percentage
+ * nvidia.com/gpu is vgpu or timeSlicing by what the node advertises under
+ * that name, so the dialect of a count request is settled at fit time.
+ *
+ * Everything is validated here, before any node is looked at: a request that
+ * no node could ever satisfy the way it is written (two dialects in one
+ * container, CCE cores not a multiple of 5, a fraction of a unit, ...) is a
+ * 400 naming the container, the resource and the rule, not a list of
+ * "does not fit" reasons on every node.
+ *
+ * Pod annotations: GPU type / UUID selection (vgpu.io/use-gputype, ... and
+ * HAMi's nvidia.com/ names as aliases) and the per-pod policy overrides
+ * (vgpu.io/node-scheduler-policy, vgpu.io/gpu-scheduler-policy; hami.io/
+ * aliases).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender_int.h"
+
+#define R_VGPU "nvidia.com/vgpu"
+#define R_GPU "nvidia.com/gpu"
+#define R_GPU_SHARED "nvidia.com/gpu.shared"
+#define R_MEM "nvidia.com/gpumem"
+#define R_MEM_PCT "nvidia.com/gpumem-percentage"
+#define R_CORES "nvidia.com/gpucores"
+#define R_GPUSHARE "aliyun.com/gpu-mem"
+#define R_CCE_MEM "volcano.sh/gpu-mem.128Mi"
+#define R_CCE_CORES "volcano.sh/gpu-core.percentage"
+#define MAX_AMOUNT 1000000LL /* bigger than any GPU's IDs; keeps arithmetic in range */
+
+json_object *ext_get(json_object *o, const char *key) {
+  json_object *v = NULL;
+  if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v))
+    return v;
+  return NULL;
+}
+
+const char *ext_get_str(json_object *o, const char *key) {
+  json_object *v = ext_get(o, key);
+  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* A quantity as a whole number: JSON int, or a string of digits; with
+ * allow_mib the suffixes Mi and Gi (the result in MiB). */
+static int quantity(json_object *v, bool allow_mib, int64_t *out) {
+  if (json_object_is_type(v, json_type_int)) {
+    *out = json_object_get_int64(v);
+    return *out < 0 || *out > MAX_AMOUNT ? -1 : 0;
+  }
+  if (!json_object_is_type(v, json_type_string)) return -1;
+  const char *s = json_object_get_string(v);
+  char *end;
+  long long n = strtoll(s, &end, 10);
+  if (end == s || n < 0 || n > MAX_AMOUNT || s[0] == '-' || s[0] == '+' || s[0] == ' ') return -1;
+  if (*end == 0)
+    *out = n;
+  else if (allow_mib && strcmp(end, "Mi") == 0)
+    *out = n;
+  else if (allow_mib && strcmp(end, "Gi") == 0)
+    *out = n * 1024;
+  else
+    return -1;
+  return 0;
+}
+
+/* One container's GPU resources, gathered before the rules are checked. */
+struct seen {
+  const char *count_res; /* nvidia.com/vgpu, nvidia.com/gpu or .shared */
+  int64_t count, mem_mib, mem_pct, cores, gpushare, cce_mem, cce_cores;
+  bool has_mem, has_pct, has_cores, has_gpushare, has_cce_mem, has_cce_cores;
+};
+
+static bool is_ours(const char *key) {
+  static const char *const prefixes[] = {"nvidia.com/", "vgpu.io/", "aliyun.com/", "volcano.sh/"};
+  for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+    if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0) return true;
+  return false;
+}
+
+static int take_key(const char *ctr, const char *key, json_object *val, struct seen *s, char *why,
+                    size_t len) {
+  int64_t q;
+  bool count_key =
+      strcmp(key, R_VGPU) == 0 || strcmp(key, R_GPU) == 0 || strcmp(key, R_GPU_SHARED) == 0;
+  if (count_key && s->count_res && strcmp(s->count_res, key) != 0) {
+    snprintf(why, len, "container %s asks for both %s and %s; one GPU resource per container", ctr,
+             s->count_res, key);
+    return -1;
+  }
+  struct {
+    const char *name;
+    int64_t *dst;
+    bool *has;
+  } map[] = {
+      {R_MEM, &s->mem_mib, &s->has_mem},         {R_MEM_PCT, &s->mem_pct, &s->has_pct},
+      {R_CORES, &s->cores, &s->has_cores},       {R_GPUSHARE, &s->gpushare, &s->has_gpushare},
+      {R_CCE_MEM, &s->cce_mem, &s->has_cce_mem}, {R_CCE_CORES, &s->cce_cores, &s->has_cce_cores}};
+  int64_t *dst = count_key ? &s->count : NULL;
+  bool *has = NULL;
+  for (size_t i = 0; !dst && i < sizeof(map) / sizeof(map[0]); i++)
+    if (strcmp(key, map[i].name) == 0) dst = map[i].dst, has = map[i].has;
+  if (!dst) {
+    if (!is_ours(key)) return 0; /* cpu, memory, other vendors: the stock scheduler's */
+    snprintf(why, len,
+             "container %s: resource %s is not supported by vgpu-scheduler (known: %s, %s, %s, "
+             "%s, %s, %s, %s, %s, %s)",
+             ctr, key, R_VGPU, R_GPU, R_GPU_SHARED, R_MEM, R_MEM_PCT, R_CORES, R_GPUSHARE,
+             R_CCE_MEM, R_CCE_CORES);
+    return -1;
+  }
+  if (quantity(val, strcmp(key, R_MEM) == 0, &q) != 0) {
+    const char *unit = strcmp(key, R_CCE_MEM) == 0    ? " (units of 128 MiB)"
+                       : strcmp(key, R_GPUSHARE) == 0 ? " (memory units of the node's GPUs)"
+                                                      : "";
+    snprintf(why, len, "container %s: %s%s must be a whole number, got %s", ctr, key, unit,
+             json_object_to_json_string(val));
+    return -1;
+  }
+  *dst = q;
+  if (has) *has = true;
+  if (count_key) s->count_res = key;
+  return 0;
+}
+
+/* The dialects present: vgpu-ish (count and its modifiers), gpushare, cce. */
+static int check_one_dialect(const char *ctr, const struct seen *s, char *why, size_t len) {
+  const char *names[3] = {NULL, NULL, NULL};
+  int n = 0;
+  if (s->count_res || s->has_mem || s->has_pct || s->has_cores)
+    names[n++] = s->count_res ? s->count_res : R_MEM;
+  if (s->has_gpushare) names[n++] = R_GPUSHARE;
+  if (s->has_cce_mem || s->has_cce_cores) names[n++] = R_CCE_MEM;
+  if (n < 2) return 0;
+  snprintf(why, len, "container %s mixes dialects (%s and %s); one dialect per container", ctr,
+           names[0], names[1]);
+  return -1;
+}
+
+static int build_count(struct ctr_req *c, const struct seen *s, char *why, size_t len) {
+  bool vgpu = s->has_mem || s->has_pct || s->has_cores;
+  if (vgpu && (!s->count_res || s->count == 0)) {
+    snprintf(why, len, "container %s: %s/%s/%s need %s (or %s) > 0", c->name, R_MEM, R_MEM_PCT,
+             R_CORES, R_VGPU, R_GPU);
+    return -1;
+  }
+  if (vgpu && strcmp(s->count_res, R_GPU_SHARED) == 0) {
+    snprintf(why, len, "container %s: %s is time-slicing, which takes no %s/%s/%s", c->name,
+             R_GPU_SHARED, R_MEM, R_MEM_PCT, R_CORES);
+    return -1;
+  }
+  if (s->has_mem && s->has_pct) {
+    snprintf(why, len, "container %s: give %s or %s, not both", c->name, R_MEM, R_MEM_PCT);
+    return -1;
+  }
+  if (s->has_mem && s->mem_mib == 0) {
+    snprintf(why, len, "container %s: %s is 0", c->name, R_MEM);
+    return -1;
+  }
+  if (s->has_pct && (s->mem_pct < 1 || s->mem_pct > 100)) {
+    snprintf(why, len, "container %s: %s is %lld, must be 1..100", c->name, R_MEM_PCT,
+             (long long)s->mem_pct);
+    return -1;
+  }
+  if (s->cores > 100) {
+    snprintf(why, len, "container %s: %s is %lld, at most 100 (percent of one GPU)", c->name,
+             R_CORES, (long long)s->cores);
+    return -1;
+  }
+  c->kind = EXT_KIND_COUNT;
+  c->count = (int)s->count;
+  c->mem = s->mem_mib * EXT_MIB;
+  c->mem_pct = (int)s->mem_pct;
+  c->cores = (int)s->cores;
+  c->vgpu_only = vgpu;
+  snprintf(c->resource, sizeof(c->resource), "%s", s->count_res);
+  return 0;
+}
+
+static int build_cce(struct ctr_req *c, const struct seen *s, char *why, size_t len) {
+  if (!s->has_cce_mem || s->cce_mem == 0) {
+    snprintf(why, len, "container %s: %s needs %s > 0 (CCE: compute only with memory)", c->name,
+             R_CCE_CORES, R_CCE_MEM);
+    return -1;
+  }
+  if (s->cce_cores > 100 || s->cce_cores % 5 != 0) {
+    snprintf(why, len, "container %s: %s is %lld, must be a multiple of 5 and at most 100", c->name,
+             R_CCE_CORES, (long long)s->cce_cores);
+    return -1;
+  }
+  c->kind = EXT_KIND_CCE;
+  c->count = 1;
+  c->units = s->cce_mem;
+  c->cores = (int)s->cce_cores;
+  snprintf(c->resource, sizeof(c->resource), "%s", R_CCE_MEM);
+  return 0;
+}
+
+/* Returns 1 with *c filled, 0 when the container asks for no GPU, -1 with why. */
+static int build_ctr(struct ctr_req *c, const struct seen *s, char *why, size_t len) {
+  if (check_one_dialect(c->name, s, why, len) != 0) return -1;
+  if (s->has_gpushare) {
+    if (s->gpushare == 0) return 0;
+    c->kind = EXT_KIND_GPUSHARE;
+    c->count = 1;
+    c->units = s->gpushare;
+    snprintf(c->resource, sizeof(c->resource), "%s", R_GPUSHARE);
+    return 1;
+  }
+  if (s->has_cce_mem || s->has_cce_cores) {
+    if (s->has_cce_mem && s->cce_mem == 0 && !s->has_cce_cores) return 0;
+    return build_cce(c, s, why, len) == 0 ? 1 : -1;
+  }
+  if (!s->count_res && !s->has_mem && !s->has_pct && !s->has_cores) return 0;
+  if (s->count_res && s->count == 0 && !s->has_mem && !s->has_pct && !s->has_cores) return 0;
+  if (build_count(c, s, why, len) != 0) return -1;
+  if (c->count > VG_SCHED_MAX_GPUS) {
+    snprintf(why, len, "container %s: %d GPUs asked, at most %d per container", c->name, c->count,
+             VG_SCHED_MAX_GPUS);
+    return -1;
+  }
+  return 1;
+}
+
+static int parse_ctr(json_object *ctr, struct ctr_req *c, char *why, size_t len) {
+  memset(c, 0, sizeof(*c));
+  const char *cname = ext_get_str(ctr, "name");
+  snprintf(c->name, sizeof(c->name), "%s", cname ? cname : "");
+  json_object *res = ext_get(ctr, "resources");
+  json_object *maps[2] = {ext_get(res, "requests"), ext_get(res, "limits")}; /* limits win */
+  struct seen s = {0};
+  for (int m = 0; m < 2; m++) {
+    if (!maps[m]) continue;
+    if (!json_object_is_type(maps[m], json_type_object)) {
+      snprintf(why, len, "container %s: resources are not an object", c->name);
+      return -1;
+    }
+    json_object_object_foreach(maps[m], key, val) {
+      if (take_key(c->name, key, val, &s, why, len) != 0) return -1;
+    }
+  }
+  return build_ctr(c, &s, why, len);
+}
+
+/* ---- annotations ---- */
+
+struct ann_key {
+  const char *name;
+  size_t off; /* into struct pod_req, a char[EXT_LIST_MAX] */
+};
+
+static const struct ann_key list_keys[] = {
+    {"vgpu.io/use-gputype", offsetof(struct pod_req, use_type)},
+    {"nvidia.com/use-gputype", offsetof(struct pod_req, use_type)},
+    {"vgpu.io/nouse-gputype", offsetof(struct pod_req, nouse_type)},
+    {"nvidia.com/nouse-gputype", offsetof(struct pod_req, nouse_type)},
+    {"vgpu.io/use-gpuuuid", offsetof(struct pod_req, use_uuid)},
+    {"nvidia.com/use-gpuuuid", offsetof(struct pod_req, use_uuid)},
+    {"vgpu.io/nouse-gpuuuid", offsetof(struct pod_req, nouse_uuid)},
+    {"nvidia.com/nouse-gpuuuid", offsetof(struct pod_req, nouse_uuid)},
+};
+
+static int parse_policies(json_object *ann, struct pod_req *r, char *why, size_t len) {
+  static const char *const node_keys[] = {"vgpu.io/node-scheduler-policy",
+                                          "hami.io/node-scheduler-policy"};
+  static const char *const gpu_keys[] = {"vgpu.io/gpu-scheduler-policy",
+                                         "hami.io/gpu-scheduler-policy"};
+  for (int i = 0; i < 2; i++) {
+    const char *v = ext_get_str(ann, node_keys[i]);
+    if (v && !(r->node_policy = vg_policy_find(v))) {
+      snprintf(why, len,
+               "annotation %s: unknown policy '%.64s' (binpack, spread, fgd, bestfit, ...)",
+               node_keys[i], v);
+      return -1;
+    }
+    v = ext_get_str(ann, gpu_keys[i]);
+    if (!v) continue;
+    if (strcmp(v, "binpack") == 0)
+      r->gpu_policy = EXT_GPU_BINPACK;
+    else if (strcmp(v, "spread") == 0)
+      r->gpu_policy = EXT_GPU_SPREAD;
+    else {
+      snprintf(why, len, "annotation %s: '%.64s' is not binpack or spread", gpu_keys[i], v);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int parse_annotations(json_object *pod, struct pod_req *r, char *why, size_t len) {
+  json_object *ann = ext_get(ext_get(pod, "metadata"), "annotations");
+  for (size_t i = 0; i < sizeof(list_keys) / sizeof(list_keys[0]); i++) {
+    json_object *v = ext_get(ann, list_keys[i].name);
+    if (!v) continue;
+    const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    if (!s || strlen(s) >= EXT_LIST_MAX) {
+      snprintf(why, len, "annotation %s must be a comma list shorter than %d bytes",
+               list_keys[i].name, EXT_LIST_MAX);
+      return -1;
+    }
+    snprintf((char *)r + list_keys[i].off, EXT_LIST_MAX, "%s", s);
+  }
+  return parse_policies(ann, r, why, len);
+}
+
+int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len) {
+  memset(r, 0, sizeof(*r));
+  if (!pod || !json_object_is_type(pod, json_type_object)) {
+    snprintf(why, len, "Pod is missing or not an object");
+    return -1;
+  }
+  json_object *ctrs = ext_get(ext_get(pod, "spec"), "containers");
+  if (ctrs && !json_object_is_type(ctrs, json_type_array)) {
+    snprintf(why, len, "Pod.spec.containers is not an array");
+    return -1;
+  }
+  size_t nc = ctrs ? json_object_array_length(ctrs) : 0;
+  for (size_t i = 0; i < nc; i++) {
+    struct ctr_req c;
+    int k = parse_ctr(json_object_array_get_idx(ctrs, i), &c, why, len);
+    if (k < 0) return -1;
+    if (k == 0) continue;
+    if (r->n == EXT_MAX_CTRS) {
+      snprintf(why, len, "more than %d containers ask for GPUs", EXT_MAX_CTRS);
+      return -1;
+    }
+    r->c[r->n++] = c;
+  }
+  return parse_annotations(pod, r, why, len);
+}

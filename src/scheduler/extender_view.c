@@ -1,0 +1,295 @@
+/*
+ * extender_view.c -- a node's GPUs as the scheduler sees them: the inventory
+ * the device plugin publishes (the Node annotation vgpu.io/gpu-inventory,
+ * docs/inventory.md) minus what the assignments (vgpu.io/assigned) of the
+ * pods bound to the node hold.
+ *
+ * All dialects share one account per GPU: memory (bytes), cores (percent),
+ * slices (assignment entries), plus per advertised resource the device IDs
+ * and slices its assignments took. A GPU advertises every enabled dialect at
+ * once (docs/configuration.md, "Several dialects on one node"), so keeping
+ * their sum within the GPU is only possible here, from the assignments, which
+ * is why every dialect's assignment carries the bytes it may use.
+ *
+ * State lives only in the API: a restarted scheduler rebuilds exactly this
+ * from the Node and the node's pods. Filter and prioritize reuse a view for
+ * --cache-ttl-ms; bind always reads fresh, under the node's bind lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extender_int.h"
+
+#define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
+
+static enum ext_dialect dialect_of(const char *s) {
+  static const struct {
+    const char *name;
+    enum ext_dialect d;
+  } t[] = {{"vgpu", EXT_VGPU},
+           {"gpushare", EXT_GPUSHARE},
+           {"timeSlicing", EXT_TIMESLICING},
+           {"cce", EXT_CCE}};
+  for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
+    if (strcmp(s, t[i].name) == 0) return t[i].d;
+  return EXT_NONE;
+}
+
+static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
+  json_object *v = ext_get(o, key);
+  return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
+}
+
+static int parse_resources(json_object *res, struct gpu_view *gv, char *why, size_t len) {
+  size_t nr = res && json_object_is_type(res, json_type_array) ? json_object_array_length(res) : 0;
+  for (size_t k = 0; k < nr; k++) {
+    json_object *r = json_object_array_get_idx(res, k);
+    const char *name = ext_get_str(r, "name");
+    enum ext_dialect d = dialect_of(ext_get_str(r, "dialect"));
+    if (!name || d == EXT_NONE) continue; /* a dialect this scheduler does not place */
+    if (gv->nres == EXT_MAX_RES) {
+      snprintf(why, len, "annotation %s: GPU %s advertises more than %d resources",
+               VG_ANN_INVENTORY, gv->uuid, EXT_MAX_RES);
+      return -1;
+    }
+    struct res_view *rv = &gv->res[gv->nres++];
+    snprintf(rv->name, sizeof(rv->name), "%s", name);
+    rv->dialect = d;
+    rv->count = (int)get_i64(r, "count", 0);
+    rv->unit = get_i64(r, "unit", 0);
+    rv->memory = get_i64(r, "memory", gv->mem);
+    rv->cores = (int)get_i64(r, "cores", 100);
+    rv->max_vgpus = (int)get_i64(r, "maxVgpus", EXT_CCE_MAX_VGPUS);
+    if (d == EXT_CCE) rv->unit = EXT_CCE_UNIT;
+    if (rv->count < 0 || rv->unit < 0 || rv->unit > MAX_BYTES || rv->memory < 0 ||
+        rv->memory > MAX_BYTES || rv->cores < 0 || rv->max_vgpus < 0) {
+      snprintf(why, len,
+               "annotation %s: GPU %s, resource %s: count, unit, memory, cores or "
+               "maxVgpus out of range",
+               VG_ANN_INVENTORY, gv->uuid, name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
+  v->n = 0;
+  json_object *inv = json_tokener_parse(text);
+  json_object *gpus = ext_get(inv, "gpus");
+  int rc = -1;
+  if (!inv || !json_object_is_type(inv, json_type_object)) {
+    snprintf(why, len, "annotation %s is not a JSON object", VG_ANN_INVENTORY);
+  } else if (get_i64(inv, "version", 0) != 1 || !gpus ||
+             !json_object_is_type(gpus, json_type_array)) {
+    snprintf(why, len, "annotation %s: unknown version or no gpus", VG_ANN_INVENTORY);
+  } else {
+    rc = 0;
+    size_t n = json_object_array_length(gpus);
+    for (size_t i = 0; rc == 0 && i < n && v->n < VG_SCHED_MAX_GPUS; i++) {
+      json_object *g = json_object_array_get_idx(gpus, i);
+      struct gpu_view *gv = &v->g[v->n++];
+      memset(gv, 0, sizeof(*gv));
+      const char *uuid = ext_get_str(g, "uuid"), *type = ext_get_str(g, "type");
+      const char *health = ext_get_str(g, "health");
+      snprintf(gv->uuid, sizeof(gv->uuid), "%s", uuid ? uuid : "");
+      snprintf(gv->type, sizeof(gv->type), "%s", type ? type : "");
+      gv->index = (int)get_i64(g, "index", (int64_t)i);
+      gv->mem = get_i64(g, "memory", 0);
+      if (gv->mem < 0 || gv->mem > MAX_BYTES) gv->mem = 0; /* unusable, never a huge account */
+      gv->healthy = health && strcmp(health, "Healthy") == 0 && gv->uuid[0];
+      rc = parse_resources(ext_get(g, "resources"), gv, why, len);
+    }
+  }
+  json_object_put(inv);
+  return rc;
+}
+
+static const char *inventory_text(json_object *node);
+
+static int view_from_node(json_object *node, struct node_view *v, char *why, size_t len) {
+  const char *text = inventory_text(node);
+  if (!text) {
+    snprintf(why, len, "no %s annotation (is vgpu-device-plugin running there?)", VG_ANN_INVENTORY);
+    return -1;
+  }
+  return ext_parse_inventory(text, v, why, len);
+}
+
+/* Device IDs an assignment entry of `memory` bytes holds of resource r. */
+static int ids_of(const struct res_view *r, const struct gpu_view *g, int64_t memory) {
+  int64_t per = r->unit;
+  if (r->dialect == EXT_VGPU) return 1;
+  if (r->dialect == EXT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
+  if (per <= 0) return 1;
+  int64_t n = memory / per;
+  return n < 1 ? 1 : n > (1 << 20) ? (1 << 20) : (int)n;
+}
+
+void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores) {
+  g->slices++;
+  /* Saturating: assignments are parsed up to INT64_MAX bytes each. */
+  g->mem_used = memory > INT64_MAX - g->mem_used ? INT64_MAX : g->mem_used + memory;
+  g->cores_used += cores;
+  if (cores >= 100) g->exclusive = true;
+  for (int k = 0; k < g->nres; k++) {
+    struct res_view *r = &g->res[k];
+    if (strcmp(r->name, resource) != 0) continue;
+    r->slices_used++;
+    r->ids_used += ids_of(r, g, memory);
+    if (r->dialect == EXT_CCE) g->cce_mode = cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM;
+  }
+}
+
+/* One assignment entry onto the GPU it names (none: a GPU gone from the
+ * inventory holds nothing the scheduler could place on). */
+static void hold(struct node_view *v, const char *resource, const struct vg_assign_gpu *a) {
+  for (int j = 0; j < v->n; j++)
+    if (strcmp(v->g[j].uuid, a->uuid) == 0) ext_gpu_hold(&v->g[j], resource, a->memory, a->cores);
+}
+
+static int hold_pod(json_object *pod, struct node_view *v, char *why, size_t len) {
+  const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
+  if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return 0;
+  struct vg_assignment a;
+  struct vg_err aerr = {{0}};
+  int has = vg_assign_from_pod(pod, &a, &aerr);
+  if (has < 0) {
+    /* What it holds is unknown: counting it as nothing could oversubscribe. */
+    json_object *meta = ext_get(pod, "metadata");
+    snprintf(why, len, "pod %.100s/%.100s: %.300s", ext_get_str(meta, "namespace"),
+             ext_get_str(meta, "name"), aerr.msg);
+    return -1;
+  }
+  for (int c = 0; has && c < a.nctrs; c++)
+    for (int k = 0; k < a.ctr[c].ngpus; k++) hold(v, a.ctr[c].resource, &a.ctr[c].gpu[k]);
+  if (has) vg_assign_free(&a);
+  return 0;
+}
+
+/* Subtracts what the pods bound to the node hold. */
+static int subtract_pods(struct vg_ext *x, const char *node, struct node_view *v, char *why,
+                         size_t len) {
+  json_object *list = NULL;
+  struct vg_err err = {{0}};
+  char rv[64];
+  if (vg_k8s_list_pods(x->client, node, &list, rv, sizeof(rv), &err) != 0) {
+    snprintf(why, len, "cannot list the node's pods: %.400s", err.msg);
+    return -1;
+  }
+  json_object *items = ext_get(list, "items");
+  size_t n =
+      items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = hold_pod(json_object_array_get_idx(items, i), v, why, len);
+  json_object_put(list);
+  return rc;
+}
+
+static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
+  return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+void ext_view_copy(struct node_view *dst, const struct node_view *src) {
+  dst->n = src->n;
+  memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
+}
+
+static unsigned bucket_of(const char *name) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
+  return h % EXT_BUCKETS;
+}
+
+struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
+  unsigned b = bucket_of(name);
+  pthread_mutex_lock(&x->lock);
+  struct node_entry *e = x->buckets[b];
+  while (e && strcmp(e->name, name) != 0) e = e->bucket;
+  if (!e && (e = calloc(1, sizeof(*e)))) {
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    pthread_mutex_init(&e->bind_lock, NULL);
+    e->next = x->nodes;
+    x->nodes = e;
+    e->bucket = x->buckets[b];
+    x->buckets[b] = e;
+  }
+  pthread_mutex_unlock(&x->lock);
+  return e;
+}
+
+static const char *inventory_text(json_object *node) {
+  return ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_ANN_INVENTORY);
+}
+
+/* The cached view when fresh; with a Node from the request (inv: its
+ * inventory text, maybe NULL) only if it was built from the same inventory,
+ * so that a full NodeList does not cost a pod list per node per request. */
+static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
+                   bool from_request, const char *inv, struct node_view *v, char *why, size_t len,
+                   int *rc) {
+  pthread_mutex_lock(&x->lock);
+  bool hit = e->at.tv_sec && elapsed_ms(&e->at, now) < (double)x->ttl_ms;
+  if (from_request) hit = hit && inv && e->inventory && strcmp(e->inventory, inv) == 0;
+  if (hit) {
+    ext_view_copy(v, &e->view);
+    *rc = e->rc;
+    snprintf(why, len, "%s", e->why);
+  }
+  pthread_mutex_unlock(&x->lock);
+  return hit;
+}
+
+static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, int rc,
+                  const char *inv, const struct node_view *v, const char *why) {
+  char *copy = inv ? strdup(inv) : NULL;
+  pthread_mutex_lock(&x->lock);
+  e->at = *now;
+  e->rc = rc;
+  ext_view_copy(&e->view, v);
+  snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
+  free(e->inventory);
+  e->inventory = copy;
+  pthread_mutex_unlock(&x->lock);
+}
+
+int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+                  struct node_view *v, char *why, size_t len) {
+  struct node_entry *e = ext_entry(x, name);
+  if (!e) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int rc;
+  if (!fresh && cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), v, why, len, &rc))
+    return rc;
+  json_object *fetched = NULL;
+  v->n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  if (!node_obj) {
+    struct vg_err err = {{0}};
+    int k = vg_k8s_get_node(x->client, name, &fetched, &err);
+    if (k != 0) {
+      snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
+      store(x, e, &now, -1, NULL, v, why);
+      return -1;
+    }
+    node_obj = fetched;
+  }
+  rc = view_from_node(node_obj, v, why, len);
+  if (rc == 0) rc = subtract_pods(x, name, v, why, len);
+  store(x, e, &now, rc, inventory_text(node_obj), v, why);
+  json_object_put(fetched);
+  return rc;
+}
+
+void ext_invalidate(struct vg_ext *x, const char *name) {
+  struct node_entry *e = ext_entry(x, name);
+  if (!e) return;
+  pthread_mutex_lock(&x->lock);
+  e->at.tv_sec = 0;
+  pthread_mutex_unlock(&x->lock);
+}

@@ -1,0 +1,67 @@
+/*
+ * ext_harness.h -- what the vgpu-scheduler end-to-end tests share: the fake
+ * API server (tests/k8s/fake_apiserver.py) and the real vgpu-scheduler binary
+ * on free ports, requests over libcurl, builders for Nodes carrying a
+ * vgpu.io/gpu-inventory annotation and for Pods, and readers of the
+ * extender's answers.
+ */
+#ifndef VG_EXT_HARNESS_H
+#define VG_EXT_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "k8s.h"
+
+#define EXT_GIB 1073741824LL
+
+extern struct vg_k8s_client *ext_api; /* admin access to the fake API server */
+
+/* Starts the fake API server and writes a kubeconfig for it; 0 or -1. */
+int ext_api_start(void);
+void ext_api_stop(void);
+/* Starts vgpu-scheduler (--cache-ttl-ms 0) with extra arguments (NULL-ended,
+ * may be NULL); 0 or -1. ext_sched_stop(true) kills it with SIGKILL. */
+int ext_sched_start(const char *const *extra);
+void ext_sched_stop(bool kill9);
+/* The group teardown: stops the scheduler, then the API server. */
+int ext_teardown(void **state);
+
+/* Sends body (NULL = GET) to the scheduler; the status, the body in *out. */
+long ext_call(const char *path, const char *body, size_t len, char **out);
+/* POSTs body, fails the test unless the status is want; the parsed answer. */
+json_object *ext_post(const char *path, const char *body, long want);
+/* POSTs an object to the fake API server's /_test/ endpoints. */
+void ext_admin(const char *path, const char *body);
+
+/* A Node whose ngpu GPUs (UUID GPU-<name>-<i>) of mem_gib GiB and model
+ * `type` each advertise `resources` (a JSON array's text); GPUs in the
+ * unhealthy bit mask are Unhealthy; ngpu 0: no inventory annotation. */
+char *ext_node_json(const char *name, int ngpu, int mem_gib, const char *type,
+                    const char *resources, unsigned unhealthy);
+void ext_add_node(const char *name, int ngpu, int mem_gib, const char *type, const char *resources,
+                  unsigned unhealthy);
+/* A Pod with one container "main" whose limits are `limits` (the members of
+ * a JSON object, e.g. "\"aliyun.com/gpu-mem\":\"4\""), extra annotations
+ * (members, or NULL), bound to node (or NULL) with the vgpu.io/assigned
+ * value assigned (or NULL). */
+char *ext_pod_json(const char *name, const char *limits, const char *annotations, const char *node,
+                   const char *assigned);
+void ext_add_pod(const char *name, const char *limits, const char *annotations, const char *node,
+                 const char *assigned);
+
+/* ExtenderArgs with NodeNames (nodeCacheCapable); names: quoted, comma-separated. */
+char *ext_args_names(const char *pod, const char *names);
+json_object *ext_bind(const char *pod, const char *node);
+const char *ext_bind_error(json_object *res);
+/* The pod's vgpu.io/assigned value as the API server has it (caller frees), or NULL. */
+char *ext_assigned(const char *pod);
+const char *ext_failed_reason(json_object *res, const char *node);
+bool ext_has_name(json_object *res, const char *node);
+void ext_expect_contains(const char *s, const char *part);
+/* The Score prioritize gave host. */
+int ext_score(json_object *list, const char *host);
+
+#endif

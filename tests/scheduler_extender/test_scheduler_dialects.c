@@ -1,0 +1,535 @@
+/*
+ * test_scheduler_dialects.c -- vgpu-scheduler end to end, beyond the vgpu
+ * dialect: fit and the assignment bind writes for gpushare (GiB and MiB
+ * units), time-slicing (nvidia.com/gpu, nvidia.com/gpu.shared), CCE (128 MiB
+ * units, core percentage, one isolation mode per GPU, slice cap) and vgpu's
+ * gpumem-percentage; several dialects on one GPU sharing one account;
+ * validation (400s) and FailedNodes reasons; GPU type/UUID selection;
+ * binpack/spread at GPU and node level with the per-pod overrides; recorded
+ * kube-scheduler request bodies fed verbatim; restart recovery; concurrent
+ * filters and binds that must not double-book.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "ext_harness.h"
+
+#define A100 "NVIDIA A100-SXM4-16GB"
+#define T4 "Tesla T4"
+#define VGPU16                                                                            \
+  "{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":4,\"unit\":0,\"memory\":" \
+  "17179869184,\"cores\":100}"
+#define GS_GIB \
+  "{\"name\":\"aliyun.com/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16,\"unit\":1073741824}"
+#define GS_MIB \
+  "{\"name\":\"aliyun.com/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16384,\"unit\":1048576}"
+#define TS4 "[{\"name\":\"nvidia.com/gpu\",\"dialect\":\"timeSlicing\",\"count\":4,\"unit\":0}]"
+#define TS_SHARED2 \
+  "[{\"name\":\"nvidia.com/gpu.shared\",\"dialect\":\"timeSlicing\",\"count\":2,\"unit\":0}]"
+#define CCE(max)                                                                        \
+  "[{\"name\":\"volcano.sh/gpu-mem.128Mi\",\"dialect\":\"cce\",\"count\":128,\"unit\":" \
+  "134217728,\"maxVgpus\":" #max "}]"
+#define CCE_RES "volcano.sh/gpu-mem.128Mi"
+
+/* A vgpu.io/assigned value: one container "main" holding one GPU. */
+static char *assign1(const char *node, const char *resource, const char *uuid, long long memory,
+                     int cores) {
+  char *s = NULL;
+  if (asprintf(&s,
+               "{\"version\":1,\"node\":\"%s\",\"containers\":[{\"name\":\"main\",\"resource\":"
+               "\"%s\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%lld,\"cores\":%d}]}]}",
+               node, resource, uuid, memory, cores) < 0)
+    abort();
+  return s;
+}
+
+static void add_holder(const char *pod, const char *node, const char *resource, const char *uuid,
+                       long long memory, int cores) {
+  char *a = assign1(node, resource, uuid, memory, cores);
+  ext_add_pod(pod, "\"cpu\":\"1\"", NULL, node, a);
+  free(a);
+}
+
+/* Filter of a pod with these limits/annotations over names; the answer. */
+static json_object *filter(const char *limits, const char *annotations, const char *names) {
+  char *pod = ext_pod_json("probe", limits, annotations, NULL, NULL);
+  char *body = ext_args_names(pod, names);
+  json_object *res = ext_post("/filter", body, 200);
+  free(body);
+  free(pod);
+  return res;
+}
+
+/* Filter over the one node must fail it with a reason containing part. */
+static void expect_misfit(const char *limits, const char *annotations, const char *node,
+                          const char *part) {
+  char names[128];
+  snprintf(names, sizeof(names), "\"%s\"", node);
+  json_object *res = filter(limits, annotations, names);
+  assert_false(ext_has_name(res, node));
+  ext_expect_contains(ext_failed_reason(res, node), part);
+  json_object_put(res);
+}
+
+/* Filter must answer 400 with an Error containing part. */
+static void filter_400(const char *limits, const char *annotations, const char *part) {
+  char *pod = ext_pod_json("probe", limits, annotations, NULL, NULL);
+  char *body = ext_args_names(pod, "\"gs-a\"");
+  json_object *res = ext_post("/filter", body, 400);
+  ext_expect_contains(json_object_get_string(json_object_object_get(res, "Error")), part);
+  json_object_put(res);
+  free(body);
+  free(pod);
+}
+
+/* Creates pod `name`, binds it to node; the bind Error ("" = bound). */
+static char *bind_new(const char *name, const char *limits, const char *annotations,
+                      const char *node) {
+  ext_add_pod(name, limits, annotations, NULL, NULL);
+  json_object *res = ext_bind(name, node);
+  char *e = strdup(ext_bind_error(res));
+  json_object_put(res);
+  return e;
+}
+
+static void expect_bound(const char *name, const char *limits, const char *annotations,
+                         const char *node) {
+  char *e = bind_new(name, limits, annotations, node);
+  if (e[0]) fail_msg("bind %s to %s: %s", name, node, e);
+  free(e);
+}
+
+static void expect_assigned(const char *pod, const char *part) {
+  char *a = ext_assigned(pod);
+  ext_expect_contains(a, part);
+  free(a);
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state) {
+  (void)state;
+  if (ext_api_start() != 0) return -1;
+  ext_add_node("gs-a", 2, 16, A100, "[" GS_GIB "]", 0);
+  add_holder("gs-a-holder", "gs-a", "aliyun.com/gpu-mem", "GPU-gs-a-0", 10 * EXT_GIB, 0);
+  ext_add_node("gs-mib", 1, 16, A100, "[" GS_MIB "]", 0);
+  ext_add_node("ts-a", 2, 16, T4, TS4, 0);
+  ext_add_node("ts-shared", 1, 16, T4, TS_SHARED2, 0);
+  ext_add_node("cce-a", 2, 16, A100, CCE(20), 0);
+  add_holder("cce-a-holder", "cce-a", CCE_RES, "GPU-cce-a-0", 8 * 134217728LL, 0);
+  ext_add_node("cce-b", 1, 16, A100, CCE(2), 0);
+  add_holder("cce-b-1", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
+  add_holder("cce-b-2", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
+  ext_add_node("mix", 1, 16, A100, "[" VGPU16 "," GS_GIB "]", 0);
+  add_holder("mix-holder", "mix", "nvidia.com/vgpu", "GPU-mix-0", 12 * EXT_GIB, 0);
+  ext_add_node("t4-node", 1, 16, T4, "[" VGPU16 "]", 0);
+  ext_add_node("a100-node", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("sel", 2, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("pack", 2, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("pack-holder", "pack", "nvidia.com/vgpu", "GPU-pack-0", 4 * EXT_GIB, 25);
+  ext_add_node("nl-busy", 1, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("nl-busy-holder", "nl-busy", "nvidia.com/vgpu", "GPU-nl-busy-0", 8 * EXT_GIB, 50);
+  ext_add_node("nl-idle", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("excl", 1, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("excl-holder", "excl", "nvidia.com/vgpu", "GPU-excl-0", EXT_GIB, 10);
+  ext_add_node("rr", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("cc", 1, 16, A100,
+               "[{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":8,\"unit\":0,"
+               "\"memory\":17179869184,\"cores\":100}]",
+               0);
+  ext_add_node("bad-inv", 1, 16, A100,
+               "[{\"name\":\"aliyun.com/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16,"
+               "\"unit\":-5}]",
+               0);
+  ext_add_node("huge", 1, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
+  add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
+  return ext_sched_start(NULL);
+}
+
+/* ---- gpushare ---- */
+
+static void test_gpushare(void **s) {
+  (void)s;
+  json_object *res = filter("\"aliyun.com/gpu-mem\":\"20\"", NULL, "\"gs-a\",\"ts-a\"");
+  ext_expect_contains(ext_failed_reason(res, "gs-a"),
+                      "asks for 20480 MiB per GPU, the largest GPU here has 16384 MiB");
+  ext_expect_contains(ext_failed_reason(res, "ts-a"),
+                      "asks for aliyun.com/gpu-mem, which no GPU here advertises");
+  json_object_put(res);
+  /* GPU 0 has 6 GiB left: 8 GiB goes to GPU 1, 6 GiB fits GPU 0 (binpack). */
+  expect_bound("gs-8", "\"aliyun.com/gpu-mem\":\"8\"", NULL, "gs-a");
+  expect_assigned("gs-8",
+                  "\"resource\":\"aliyun.com/gpu-mem\",\"gpus\":[{\"uuid\":\"GPU-gs-a-1\","
+                  "\"index\":1,\"memory\":8589934592,\"cores\":0}");
+  expect_bound("gs-6", "\"aliyun.com/gpu-mem\":\"6\"", NULL, "gs-a");
+  expect_assigned("gs-6", "\"uuid\":\"GPU-gs-a-0\"");
+  /* Now 0 and 8 units free: 9 does not fit anywhere. */
+  res = filter("\"aliyun.com/gpu-mem\":\"9\"", NULL, "\"gs-a\"");
+  assert_false(ext_has_name(res, "gs-a"));
+  ext_expect_contains(ext_failed_reason(res, "gs-a"), "needs 1 GPUs each with 9 units");
+  json_object_put(res);
+  /* MiB units: seed 002's 3803. */
+  expect_bound("gs-mib-pod", "\"aliyun.com/gpu-mem\":\"3803\"", NULL, "gs-mib");
+  expect_assigned("gs-mib-pod", "\"memory\":3987734528,");
+}
+
+/* ---- time-slicing ---- */
+
+static void test_time_slicing(void **s) {
+  (void)s;
+  expect_bound("ts-1", "\"nvidia.com/gpu\":\"1\"", NULL, "ts-a");
+  /* One replica of 4 holds a quarter of the GPU's memory; cores 0. */
+  expect_assigned("ts-1",
+                  "\"resource\":\"nvidia.com/gpu\",\"gpus\":[{\"uuid\":\"GPU-ts-a-0\","
+                  "\"index\":0,\"memory\":4294967296,\"cores\":0}");
+  expect_misfit("\"nvidia.com/gpu\":\"3\"", NULL, "ts-a",
+                "asks for 3 GPUs, the node has 2 healthy nvidia.com/gpu GPUs");
+  expect_misfit("\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"", NULL, "ts-a",
+                "is time-slicing, which takes no");
+  /* Renamed resource, 2 replicas: the third pod finds no replica free. */
+  expect_bound("tss-1", "\"nvidia.com/gpu.shared\":\"1\"", NULL, "ts-shared");
+  expect_bound("tss-2", "\"nvidia.com/gpu.shared\":\"1\"", NULL, "ts-shared");
+  expect_assigned("tss-2", "\"resource\":\"nvidia.com/gpu.shared\"");
+  char *e = bind_new("tss-3", "\"nvidia.com/gpu.shared\":\"1\"", NULL, "ts-shared");
+  ext_expect_contains(e, "a slot of nvidia.com/gpu.shared free; 0 have");
+  free(e);
+}
+
+/* ---- CCE ---- */
+
+static void test_cce(void **s) {
+  (void)s;
+  /* GPU 0 holds a memory-only slice: memory+compute goes to GPU 1. */
+  const char *mc = "\"volcano.sh/gpu-mem.128Mi\":\"40\",\"volcano.sh/gpu-core.percentage\":\"50\"";
+  expect_bound("cce-mc", mc, NULL, "cce-a");
+  expect_assigned("cce-mc",
+                  "\"resource\":\"volcano.sh/gpu-mem.128Mi\",\"gpus\":[{\"uuid\":"
+                  "\"GPU-cce-a-1\",\"index\":1,\"memory\":5368709120,\"cores\":50}");
+  /* 60 % more: GPU 1 has 50 % left, GPU 0 is of the other mode. */
+  json_object *res =
+      filter("\"volcano.sh/gpu-mem.128Mi\":\"8\",\"volcano.sh/gpu-core.percentage\":\"60\"", NULL,
+             "\"cce-a\"");
+  ext_expect_contains(ext_failed_reason(res, "cce-a"), "other isolation mode");
+  json_object_put(res);
+  /* Memory-only goes to GPU 0 (its mode), even though GPU 1 has room. */
+  expect_bound("cce-m", "\"volcano.sh/gpu-mem.128Mi\":\"8\"", NULL, "cce-a");
+  expect_assigned("cce-m", "\"uuid\":\"GPU-cce-a-0\"");
+  /* Slice cap: cce-b allows 2 per GPU and holds 2. */
+  res = filter("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "\"cce-b\"");
+  ext_expect_contains(ext_failed_reason(res, "cce-b"),
+                      "a slot of volcano.sh/gpu-mem.128Mi free; 0 have");
+  json_object_put(res);
+  /* More than one GPU's memory. */
+  expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"200\"", NULL, "cce-a",
+                "asks for 25600 MiB per GPU");
+}
+
+/* ---- vgpu extras, several dialects on one GPU, exclusivity ---- */
+
+static void test_vgpu_percentage_mix_exclusive(void **s) {
+  (void)s;
+  expect_bound("pct", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"50\"", NULL,
+               "a100-node");
+  expect_assigned("pct", "\"memory\":8589934592,\"cores\":0");
+  /* mix: a 12 GiB vgpu slice leaves 4 GiB for gpushare. */
+  json_object *res = filter("\"aliyun.com/gpu-mem\":\"5\"", NULL, "\"mix\"");
+  assert_false(ext_has_name(res, "mix"));
+  json_object_put(res);
+  res = filter("\"aliyun.com/gpu-mem\":\"4\"", NULL, "\"mix\"");
+  assert_true(ext_has_name(res, "mix"));
+  json_object_put(res);
+  /* 100 % cores wants the GPU alone; excl holds a 10 % slice. */
+  res = filter(
+      "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\","
+      "\"nvidia.com/gpucores\":\"100\"",
+      NULL, "\"excl\",\"nl-idle\"");
+  assert_false(ext_has_name(res, "excl"));
+  assert_true(ext_has_name(res, "nl-idle"));
+  json_object_put(res);
+}
+
+/* ---- inventories and assignments out of range: a reason, never a crash ---- */
+
+static void test_out_of_range(void **s) {
+  (void)s;
+  expect_misfit("\"aliyun.com/gpu-mem\":\"1\"", NULL, "bad-inv", "out of range");
+  /* Two entries of 9e18 bytes each: the account saturates instead of wrapping. */
+  expect_misfit("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1\"", NULL, "huge",
+                "needs 1 GPUs each with 1 MiB");
+}
+
+/* ---- validation ---- */
+
+static void test_validation(void **s) {
+  (void)s;
+  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"", NULL,
+             "multiple of 5 and at most 100");
+  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"105\"", NULL,
+             "multiple of 5 and at most 100");
+  filter_400("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
+  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
+  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"256Mi\"", NULL, "units of 128 MiB");
+  filter_400("\"aliyun.com/gpu-mem\":\"2\",\"nvidia.com/vgpu\":\"1\"", NULL,
+             "one dialect per container");
+  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpu\":\"1\"", NULL,
+             "one GPU resource per container");
+  filter_400("\"nvidia.com/gpu.shared\":\"1\",\"nvidia.com/gpucores\":\"10\"", NULL,
+             "time-slicing, which takes no");
+  filter_400(
+      "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"100\","
+      "\"nvidia.com/gpumem-percentage\":\"10\"",
+      NULL, "not both");
+  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"150\"", NULL,
+             "must be 1..100");
+  filter_400("\"aliyun.com/gpu-count\":\"1\"", NULL, "aliyun.com/gpu-count is not supported");
+  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/node-scheduler-policy\":\"tightest\"",
+             "unknown policy 'tightest'");
+  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"hami.io/gpu-scheduler-policy\":\"mutex\"",
+             "is not binpack or spread");
+  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
+}
+
+/* ---- type / UUID selection ---- */
+
+static void test_selection(void **s) {
+  (void)s;
+  const char *one = "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\"";
+  json_object *res = filter(one, "\"vgpu.io/use-gputype\":\"a100\"", "\"t4-node\",\"a100-node\"");
+  assert_true(ext_has_name(res, "a100-node"));
+  ext_expect_contains(ext_failed_reason(res, "t4-node"),
+                      "0 healthy nvidia.com/vgpu GPUs matching the pod's GPU type/UUID selection");
+  json_object_put(res);
+  res = filter(one, "\"nvidia.com/nouse-gputype\":\"T4, V100\"", "\"t4-node\",\"a100-node\"");
+  assert_false(ext_has_name(res, "t4-node"));
+  assert_true(ext_has_name(res, "a100-node"));
+  json_object_put(res);
+  /* Without a selection the tie goes to GPU 0; the UUID lists steer it. */
+  expect_bound("sel-use", one, "\"nvidia.com/use-gpuuuid\":\"GPU-sel-1\"", "sel");
+  expect_assigned("sel-use", "\"uuid\":\"GPU-sel-1\"");
+  expect_bound("sel-nouse", one, "\"vgpu.io/nouse-gpuuuid\":\"GPU-sel-1,GPU-x\"", "sel");
+  expect_assigned("sel-nouse", "\"uuid\":\"GPU-sel-0\"");
+}
+
+/* ---- policies ---- */
+
+static void test_gpu_policy(void **s) {
+  (void)s;
+  const char *p =
+      "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\","
+      "\"nvidia.com/gpucores\":\"10\"";
+  /* GPU 0 holds 4 GiB / 25 %: binpack (default) joins it, spread takes GPU 1. */
+  expect_bound("gp-binpack", p, NULL, "pack");
+  expect_assigned("gp-binpack", "\"uuid\":\"GPU-pack-0\"");
+  expect_bound("gp-spread", p, "\"vgpu.io/gpu-scheduler-policy\":\"spread\"", "pack");
+  expect_assigned("gp-spread", "\"uuid\":\"GPU-pack-1\"");
+}
+
+static json_object *prioritize(const char *annotations) {
+  char *pod = ext_pod_json("probe",
+                           "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"2048\","
+                           "\"nvidia.com/gpucores\":\"10\"",
+                           annotations, NULL, NULL);
+  char *body = ext_args_names(pod, "\"nl-busy\",\"nl-idle\"");
+  json_object *res = ext_post("/prioritize", body, 200);
+  free(body);
+  free(pod);
+  return res;
+}
+
+static void test_node_policy(void **s) {
+  (void)s;
+  json_object *res = prioritize("\"vgpu.io/node-scheduler-policy\":\"binpack\"");
+  assert_int_equal(ext_score(res, "nl-busy"), 10);
+  assert_int_equal(ext_score(res, "nl-idle"), 0);
+  json_object_put(res);
+  res = prioritize("\"hami.io/node-scheduler-policy\":\"spread\"");
+  assert_int_equal(ext_score(res, "nl-busy"), 0);
+  assert_int_equal(ext_score(res, "nl-idle"), 10);
+  json_object_put(res);
+}
+
+/* ---- recorded kube-scheduler bodies ---- */
+
+static char *read_request(const char *name) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", VG_EXT_REQUESTS, name);
+  FILE *f = fopen(path, "r");
+  if (!f) fail_msg("cannot open %s", path);
+  char *text = calloc(1, 1 << 20);
+  size_t n = fread(text, 1, (1 << 20) - 1, f);
+  fclose(f);
+  text[n] = 0;
+  return text;
+}
+
+static void test_recorded_requests(void **s) {
+  (void)s;
+  char *body = read_request("filter-nodenames.json");
+  json_object *res = ext_post("/filter", body, 200);
+  assert_true(ext_has_name(res, "gs-a"));
+  assert_true(json_object_get_type(json_object_object_get(res, "Nodes")) == json_type_null);
+  ext_expect_contains(ext_failed_reason(res, "ts-a"), "which no GPU here advertises");
+  json_object_put(res);
+  free(body);
+
+  body = read_request("filter-nodes.json");
+  res = ext_post("/filter", body, 200);
+  json_object *items = json_object_object_get(json_object_object_get(res, "Nodes"), "items");
+  assert_int_equal(json_object_array_length(items), 1);
+  json_object *meta = json_object_object_get(json_object_array_get_idx(items, 0), "metadata");
+  assert_string_equal(json_object_get_string(json_object_object_get(meta, "name")), "rec-cce-1");
+  ext_expect_contains(ext_failed_reason(res, "rec-cce-2"),
+                      "asks for 5120 MiB per GPU, the largest GPU here has 4096 MiB");
+  assert_true(json_object_get_type(json_object_object_get(res, "NodeNames")) == json_type_null);
+  json_object_put(res);
+  free(body);
+
+  body = read_request("prioritize-nodenames.json");
+  res = ext_post("/prioritize", body, 200);
+  assert_int_equal(json_object_array_length(res), 2);
+  assert_int_equal(ext_score(res, "nl-busy"), 10); /* the pod asks binpack */
+  assert_int_equal(ext_score(res, "nl-idle"), 0);
+  json_object_put(res);
+  free(body);
+
+  /* The bind body names pod default/rec-train, created from the same Pod. */
+  body = read_request("filter-nodenames.json");
+  json_object *args = json_tokener_parse(body);
+  json_object *pod = json_object_object_get(args, "Pod");
+  ext_admin("/_test/pods", json_object_to_json_string(pod));
+  json_object_put(args);
+  free(body);
+  body = read_request("bind.json");
+  res = ext_post("/bind", body, 200);
+  assert_string_equal(ext_bind_error(res), "");
+  json_object_put(res);
+  free(body);
+  expect_assigned("rec-train", "\"resource\":\"aliyun.com/gpu-mem\"");
+}
+
+/* ---- restart recovery ---- */
+
+static void test_restart_recovery(void **s) {
+  (void)s;
+  const char *big = "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"12288\"";
+  expect_bound("rr-1", big, NULL, "rr");
+  ext_sched_stop(true); /* SIGKILL: nothing saved, nothing flushed */
+  assert_int_equal(ext_sched_start(NULL), 0);
+  json_object *res = filter(big, NULL, "\"rr\"");
+  assert_false(ext_has_name(res, "rr"));
+  ext_expect_contains(ext_failed_reason(res, "rr"), "needs 1 GPUs each with 12288 MiB");
+  json_object_put(res);
+  char *e = bind_new("rr-2", big, NULL, "rr");
+  ext_expect_contains(e, "needs 1 GPUs");
+  free(e);
+  expect_bound("rr-3", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\"", NULL, "rr");
+}
+
+/* ---- concurrent filters and binds ---- */
+
+struct worker {
+  int id;
+  bool bound;
+};
+
+static void *bind_worker(void *arg) {
+  struct worker *w = arg;
+  char name[32];
+  snprintf(name, sizeof(name), "cc-%d", w->id);
+  json_object *res = ext_bind(name, "cc");
+  w->bound = ext_bind_error(res)[0] == 0;
+  json_object_put(res);
+  return NULL;
+}
+
+static void *filter_worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 5; i++)
+    json_object_put(
+        filter("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\"", NULL, "\"cc\",\"rr\""));
+  return NULL;
+}
+
+static void test_concurrent_no_double_booking(void **s) {
+  (void)s;
+  /* cc: one 16 GiB GPU with 8 slots; 8 pods of 4 GiB race; only 4 fit. */
+  enum { N = 8 };
+  struct worker w[N];
+  pthread_t t[N + 2];
+  for (int i = 0; i < N; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cc-%d", i);
+    ext_add_pod(name, "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\"", NULL, NULL, NULL);
+    w[i] = (struct worker){i, false};
+  }
+  for (int i = 0; i < N; i++) pthread_create(&t[i], NULL, bind_worker, &w[i]);
+  for (int i = N; i < N + 2; i++) pthread_create(&t[i], NULL, filter_worker, NULL);
+  for (int i = 0; i < N + 2; i++) pthread_join(t[i], NULL);
+  int bound = 0;
+  for (int i = 0; i < N; i++) bound += w[i].bound;
+  assert_int_equal(bound, 4);
+}
+
+/* ---- full NodeList with a long cache: a changed inventory is never served stale ---- */
+
+static json_object *filter_nodes(const char *node) {
+  char *pod = ext_pod_json("probe", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\"",
+                           NULL, NULL, NULL);
+  char *body = NULL;
+  if (asprintf(&body, "{\"Pod\":%s,\"Nodes\":{\"metadata\":{},\"items\":[%s]},\"NodeNames\":null}",
+               pod, node) < 0)
+    abort();
+  json_object *res = ext_post("/filter", body, 200);
+  free(body);
+  free(pod);
+  return res;
+}
+
+static void test_nodelist_cache(void **s) {
+  (void)s;
+  static const char *const ttl[] = {"--cache-ttl-ms", "600000", NULL};
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(ttl), 0);
+  char *healthy = ext_node_json("nl-cache", 1, 16, A100, "[" VGPU16 "]", 0);
+  char *sick = ext_node_json("nl-cache", 1, 16, A100, "[" VGPU16 "]", 1);
+  json_object *res = filter_nodes(healthy);
+  assert_null(ext_failed_reason(res, "nl-cache"));
+  json_object_put(res);
+  res = filter_nodes(sick); /* same node, its GPU now Unhealthy: not the cached view */
+  ext_expect_contains(ext_failed_reason(res, "nl-cache"), "0 healthy nvidia.com/vgpu GPUs");
+  json_object_put(res);
+  res = filter_nodes(healthy);
+  assert_null(ext_failed_reason(res, "nl-cache"));
+  json_object_put(res);
+  free(healthy);
+  free(sick);
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(NULL), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gpushare),
+      cmocka_unit_test(test_time_slicing),
+      cmocka_unit_test(test_cce),
+      cmocka_unit_test(test_vgpu_percentage_mix_exclusive),
+      cmocka_unit_test(test_out_of_range),
+      cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_selection),
+      cmocka_unit_test(test_gpu_policy),
+      cmocka_unit_test(test_node_policy),
+      cmocka_unit_test(test_recorded_requests),
+      cmocka_unit_test(test_restart_recovery),
+      cmocka_unit_test(test_concurrent_no_double_booking),
+      cmocka_unit_test(test_nodelist_cache),
+  };
+  return cmocka_run_group_tests(tests, setup, ext_teardown);
+}
