@@ -60,7 +60,8 @@ class Node:
             self.env.pop(var, None)
         self.procs = []
         self.api_port = self.start_api()
-        self.post("/_test/nodes", {"metadata": {"name": "node1"}})
+        self.post("/_test/nodes", {"metadata": {"name": "node1"}, "status": {"addresses": [
+            {"type": "InternalIP", "address": "192.168.0.72"}]}})
         proto = os.path.join(ROOT, "src", "plugin", "proto")
         pb, svc = fake_kubelet.load_stubs(proto)
         prpb = fake_kubelet.load_podresources(proto)
@@ -111,6 +112,58 @@ class Node:
                      (resources, self.log.name))
         print("$ vgpu-device-plugin --config config.yaml ...   (registered: %s)" %
               ", ".join(sorted(r["resource_name"] for r in self.kubelet.registrations)))
+
+    def start_scheduler(self):
+        p = subprocess.Popen([os.path.join(self.build, "bin", "vgpu-scheduler"), "--listen",
+                              "127.0.0.1:0", "--kubeconfig", self.kubeconfig],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.procs.append(p)
+        self.sched_port = int(p.stdout.readline().split()[1])
+        print("$ vgpu-scheduler --listen 127.0.0.1:%d   (the kube-scheduler extender)" %
+              self.sched_port)
+
+    def schedule(self, pod, container, limits, resource, size):
+        """The pod is created unbound, bound by vgpu-scheduler, then admitted."""
+        self.post("/_test/pods", {
+            "metadata": {"name": pod, "namespace": "default"},
+            "spec": {"schedulerName": "vgpu-scheduler", "containers": [
+                {"name": container, "resources": {"limits": limits}}]}})
+        req = urllib.request.Request(
+            "http://127.0.0.1:%d/bind" % self.sched_port, method="POST",
+            data=json.dumps({"PodName": pod, "PodNamespace": "default", "PodUID": "",
+                             "Node": "node1"}).encode(),
+            headers={"Content-Type": "application/json"})
+        err = json.loads(urllib.request.urlopen(req).read()).get("Error")
+        if err:
+            sys.exit("walkthrough: vgpu-scheduler could not bind %s: %s" % (pod, err))
+        r = self.kubelet.admit(self.pr, "default", pod, container, resource, size, None)
+        if not r.get("ok"):
+            sys.exit("walkthrough: admission of %s failed: %s" % (pod, r))
+        return r
+
+    def filter(self, pod, limits):
+        """The extender's filter verb for an unbound pod; node1's failure reason, if any."""
+        obj = {"metadata": {"name": pod, "namespace": "default"},
+               "spec": {"schedulerName": "vgpu-scheduler", "containers": [
+                   {"name": pod, "resources": {"limits": limits}}]}}
+        self.post("/_test/pods", obj)
+        req = urllib.request.Request(
+            "http://127.0.0.1:%d/filter" % self.sched_port, method="POST",
+            data=json.dumps({"Pod": obj, "Nodes": None, "NodeNames": ["node1"]}).encode(),
+            headers={"Content-Type": "application/json"})
+        print("$ POST /filter   (kube-scheduler asks the extender about %s)" % pod)
+        res = json.loads(urllib.request.urlopen(req).read())
+        print("   " + json.dumps(res))
+        return (res.get("FailedNodes") or {}).get("node1")
+
+    def wait_inventory(self):
+        url = "http://127.0.0.1:%d/api/v1/nodes/node1" % self.api_port
+        for _ in range(200):
+            req = urllib.request.Request(url, headers={"Authorization": "Bearer " + TOKEN})
+            if b"vgpu.io/gpu-inventory" in urllib.request.urlopen(req).read():
+                return
+            time.sleep(0.05)
+        sys.exit("walkthrough: the plugin never published the node's inventory")
 
     def allocatable(self, resource):
         snap = self.kubelet.snapshots(resource)[-1]
@@ -225,13 +278,15 @@ def gpushare(build):
     node = Node(build, 1, "7606m",
                 "version: v1\ndialects:\n  gpushare:\n    memoryUnit: MiB\n")
     try:
-        say("The node agent serves aliyun.com/gpu-mem in MiB")
+        say("The node agent serves aliyun.com/gpu-mem in MiB; the extender places pods")
         node.start_plugin(["aliyun.com/gpu-mem"])
         n = node.allocatable("aliyun.com/gpu-mem")
-        check("allocatable aliyun.com/gpu-mem", n, n == 7606, 7606)
-        say("Pod binpack-1 asks for aliyun.com/gpu-mem: 3803 (half the GPU)")
-        a = node.admit("binpack-1", "binpack-1", {"aliyun.com/gpu-mem": "3803"},
-                       "aliyun.com/gpu-mem", 3803)
+        check("allocatable aliyun.com/gpu-mem (one GPU of 7606 MiB)", n, n == 7606, 7606)
+        node.wait_inventory()
+        node.start_scheduler()
+        say("Pod binpack-1 asks for aliyun.com/gpu-mem: 3803 (half a GPU)")
+        a = node.schedule("binpack-1", "binpack-1", {"aliyun.com/gpu-mem": "3803"},
+                          "aliyun.com/gpu-mem", 3803)
         envs = a["envs"]
         for k in ("ALIYUN_COM_GPU_MEM_DEV", "ALIYUN_COM_GPU_MEM_CONTAINER",
                   "CUDA_DEVICE_MEMORY_LIMIT_0"):
@@ -248,6 +303,24 @@ def gpushare(build):
               3803 - 64 < out["allocated_bytes"] // MIB <= 3803, "3739..3803 (64 MiB chunks)")
         node.in_container(region, [os.path.join(build, "bin", "vgpu"), "smi"],
                           shown="nvidia-smi   # vgpu smi, the container's view")
+        say("kubectl inspect gpushare: half the GPU is allocated")
+        inspect = os.path.join(build, "bin", "kubectl-inspect-gpushare")
+        out = node.run([inspect, "--kubeconfig", node.kubeconfig],
+                       shown="kubectl inspect gpushare")
+        check("cluster total", out.strip().splitlines()[-1],
+              out.strip().splitlines()[-1] == "3803/7606 (50%)", "3803/7606 (50%)")
+        say("A second pod, binpack-2 (3803 MiB), fills the GPU; a third no longer fits")
+        node.schedule("binpack-2", "binpack-2", {"aliyun.com/gpu-mem": "3803"},
+                      "aliyun.com/gpu-mem", 3803)
+        why = node.filter("binpack-3", {"aliyun.com/gpu-mem": "3803"})
+        check("the extender's reason for node1", why, why is not None and "3803" in why,
+              "a reason naming the request")
+        out = node.run([inspect, "--kubeconfig", node.kubeconfig],
+                       shown="kubectl inspect gpushare")
+        check("cluster total", out.strip().splitlines()[-1],
+              out.strip().splitlines()[-1] == "7606/7606 (100%)", "7606/7606 (100%)")
+        node.run([inspect, "--kubeconfig", node.kubeconfig, "-d"],
+                 shown="kubectl inspect gpushare -d")
     finally:
         node.close()
 
