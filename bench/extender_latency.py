@@ -19,7 +19,7 @@ Three modes:
 Prints median and p90 per mode, in ms, of the client's wall time for the
 pair (two HTTP requests, one connection each, and Python's JSON on the
 client side included), and the mean time the scheduler itself spent in the
-two verbs (its /metrics vgpu_scheduler_request_seconds_sum).
+two verbs (its /metrics vgpu_scheduler_request_duration_seconds_sum).
 
 Usage: bench/extender_latency.py [--build DIR] [--samples N] [--modes a,b]
 """
@@ -100,7 +100,7 @@ def server_seconds(port):
         text = r.read().decode()
     total = 0.0
     for line in text.splitlines():
-        if line.startswith("vgpu_scheduler_request_seconds_sum") and "bind" not in line:
+        if line.startswith("vgpu_scheduler_request_duration_seconds_sum") and "bind" not in line:
             total += float(line.split()[-1])
     return total
 

@@ -57,8 +57,8 @@ static void print_table(const struct vg_shm *shm) {
 
 static void print_json(const struct vg_shm *shm) {
   const struct vg_region *r = vg_region_of(shm);
-  printf("{\"region\":\"%s\",\"generation\":%llu,\"limits_pending\":%s,\"devices\":[",
-         shm->path, (unsigned long long)r->generation, vg_region_pending(r) ? "true" : "false");
+  printf("{\"region\":\"%s\",\"generation\":%llu,\"limits_pending\":%s,\"devices\":[", shm->path,
+         (unsigned long long)r->generation, vg_region_pending(r) ? "true" : "false");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
     printf(
         "%s{\"index\":%u,\"uuid\":\"%s\",\"mem_used\":%llu,\"mem_limit\":%llu,"

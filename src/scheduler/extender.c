@@ -19,16 +19,6 @@
 #include "extender_int.h"
 #include "log.h"
 
-static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dupf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = NULL;
-  if (vasprintf(&s, fmt, ap) < 0) s = NULL;
-  va_end(ap);
-  return s;
-}
-
 static char *json_error(const char *msg) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "Error", json_object_new_string(msg));
@@ -201,6 +191,10 @@ static int do_filter(struct vg_ext *x, const char *body, char **out) {
     json_object_object_add(nodes, "metadata", json_object_new_object());
     json_object_object_add(nodes, "items", items);
   }
+  pthread_mutex_lock(&x->lock);
+  for (int i = 0; i < cs.n; i++)
+    if (!ev.fits[i]) x->m.node_failures[ext_reason_class(ev.why[i])]++;
+  pthread_mutex_unlock(&x->lock);
   for (int i = 0; i < cs.n; i++) {
     if (!ev.fits[i]) {
       json_object_object_add(failed, cs.names[i], json_object_new_string(ev.why[i]));
@@ -360,10 +354,12 @@ static int do_bind(struct vg_ext *x, const char *body, char **out) {
 done:
   pthread_mutex_unlock(&e->bind_lock);
   pthread_mutex_lock(&x->lock);
-  if (why[0])
-    x->binds_failed++;
-  else
-    x->binds_ok++;
+  if (why[0]) {
+    x->m.bind_failures[ext_bind_fail_class(why)]++;
+  } else {
+    x->m.binds_ok++;
+    for (int i = 0; annotations != NULL && i < req.n; i++) x->m.assigned_gpus += req.c[i].count;
+  }
   pthread_mutex_unlock(&x->lock);
   if (why[0]) vg_warn("bind %s/%s to %s: %s", ns, name, node, why);
   json_object_put(annotations);
@@ -421,32 +417,9 @@ void vg_ext_free(struct vg_ext *x) {
   free(x);
 }
 
-/* Prometheus text: counters, and the time spent in each verb as a summary's
- * _sum/_count (bench/extender_latency.py reads it to separate the server's
- * time from the client's). */
 static char *metrics_text(struct vg_ext *x) {
-  static const char *const names[] = {"filter", "prioritize", "bind"};
   pthread_mutex_lock(&x->lock);
-  char *t = dupf(
-      "# TYPE vgpu_scheduler_requests_total counter\n"
-      "vgpu_scheduler_requests_total{verb=\"filter\"} %lu\n"
-      "vgpu_scheduler_requests_total{verb=\"prioritize\"} %lu\n"
-      "vgpu_scheduler_requests_total{verb=\"bind\"} %lu\n"
-      "# TYPE vgpu_scheduler_bad_requests_total counter\n"
-      "vgpu_scheduler_bad_requests_total %lu\n"
-      "# TYPE vgpu_scheduler_binds_total counter\n"
-      "vgpu_scheduler_binds_total{result=\"ok\"} %lu\n"
-      "vgpu_scheduler_binds_total{result=\"failed\"} %lu\n"
-      "# TYPE vgpu_scheduler_request_seconds summary\n",
-      x->requests[0], x->requests[1], x->requests[2], x->errors, x->binds_ok, x->binds_failed);
-  for (int v = 0; t && v < 3; v++) {
-    char *more = dupf(
-        "%svgpu_scheduler_request_seconds_sum{verb=\"%s\"} %.6f\n"
-        "vgpu_scheduler_request_seconds_count{verb=\"%s\"} %lu\n",
-        t, names[v], x->seconds[v], names[v], x->requests[v]);
-    free(t);
-    t = more;
-  }
+  char *t = ext_metrics_render(&x->m);
   pthread_mutex_unlock(&x->lock);
   return t;
 }
@@ -488,10 +461,11 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   pthread_mutex_lock(&x->lock);
-  if (v < 5) x->requests[v]++;
+  if (v < 5) x->m.requests[v]++;
   if (v < 3)
-    x->seconds[v] += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  if (status >= 400) x->errors++;
+    ext_metrics_observe(&x->m, v,
+                        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+  if (status >= 400 && status < 500) x->m.bad_requests++;
   pthread_mutex_unlock(&x->lock);
   return status;
 }

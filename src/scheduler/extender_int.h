@@ -26,6 +26,7 @@
 
 #include "assignment.h"
 #include "extender.h"
+#include "extender_metrics.h"
 #include "vg_sched.h"
 
 #define EXT_MAX_CTRS 16
@@ -127,9 +128,7 @@ struct vg_ext {
   pthread_mutex_t lock; /* nodes list, buckets and cached views */
   struct node_entry *nodes;
   struct node_entry *buckets[EXT_BUCKETS];
-  unsigned long requests[5], errors; /* filter prioritize bind healthz metrics */
-  unsigned long binds_ok, binds_failed;
-  double seconds[3]; /* time spent in filter, prioritize, bind */
+  struct ext_metrics m; /* under lock */
 };
 
 /* The node entry (cache slot and bind lock) for name, created when new; NULL

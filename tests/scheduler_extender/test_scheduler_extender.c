@@ -85,8 +85,8 @@ static void test_healthz_metrics(void **s) {
   free(out);
   assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
   ext_expect_contains(out, "vgpu_scheduler_requests_total{verb=\"filter\"}");
-  ext_expect_contains(out, "vgpu_scheduler_request_seconds_sum{verb=\"filter\"}");
-  ext_expect_contains(out, "vgpu_scheduler_request_seconds_count{verb=\"bind\"}");
+  ext_expect_contains(out, "vgpu_scheduler_request_duration_seconds_sum{verb=\"filter\"}");
+  ext_expect_contains(out, "vgpu_scheduler_request_duration_seconds_count{verb=\"bind\"}");
   free(out);
   assert_int_equal(ext_call("/nope", NULL, 0, &out), 404);
   free(out);
@@ -339,6 +339,47 @@ static void test_bad_requests(void **s) {
   free(out);
 }
 
+/* A sample's value, found by its full name and labels. */
+static double metric(const char *text, const char *series) {
+  char want[300];
+  snprintf(want, sizeof(want), "\n%s ", series);
+  const char *p = strstr(text, want);
+  if (p == NULL) fail_msg("no %s in\n%s", series, text);
+  return atof(p + strlen(want));
+}
+
+/* After the tests above: why nodes failed, binds by result, the latency
+ * histogram; and promtool (Debian's prometheus) accepts the text. */
+static void test_metrics_after(void **s) {
+  (void)s;
+  char *out;
+  assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
+  /* node-c has no inventory, node-b is too small for 12 GiB, node-d's GPU is Unhealthy */
+  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"no_inventory\"}") >= 1);
+  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_large\"}") >= 1);
+  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_few_gpus\"}") >= 1);
+  assert_true(metric(out, "vgpu_scheduler_binds_total{result=\"ok\"}") >= 1);
+  assert_true(metric(out, "vgpu_scheduler_binds_total{result=\"no_fit\"}") >= 1); /* the race */
+  assert_true(metric(out, "vgpu_scheduler_assigned_gpus_total") >= 1);
+  double filters = metric(out, "vgpu_scheduler_request_duration_seconds_count{verb=\"filter\"}");
+  assert_true(filters >= 2);
+  assert_true(
+      metric(out, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"}") ==
+      filters);
+  assert_true(metric(out, "vgpu_scheduler_bad_requests_total") >= 1);
+  char path[] = "/tmp/vgpu-sched-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+  close(fd);
+  char cmd[200];
+  snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
+  int rc = system(cmd);
+  unlink(path);
+  if (rc != 0) fail_msg("promtool check metrics failed (%d) on:\n%s", rc, out);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_healthz_metrics),
@@ -348,6 +389,7 @@ int main(void) {
       cmocka_unit_test(test_bind),
       cmocka_unit_test(test_concurrent_bind_last_gpu),
       cmocka_unit_test(test_bad_requests),
+      cmocka_unit_test(test_metrics_after),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }

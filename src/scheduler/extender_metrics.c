@@ -1,0 +1,108 @@
+/* extender_metrics.c -- see extender_metrics.h. */
+#include "extender_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double g_bounds[EXT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                 0.05,   0.1,   0.25,   0.5,   1,    5};
+static const char *const g_verbs[] = {"filter", "prioritize", "bind"};
+
+static const char *const g_reason_names[EXT_R_COUNT] = {
+    "no_inventory",   "bad_inventory", "node_not_found", "not_advertised",
+    "too_few_gpus",   "too_large",     "no_room",        "cce_mode",
+    "bad_assignment", "api",           "other"};
+static const char *const g_bind_names[EXT_B_COUNT] = {"conflict", "no_fit", "api", "other"};
+
+/* The phrases are the fit code's own (extender_fit.c, extender_view.c);
+ * test_scheduler_extender pins the common ones. */
+enum ext_reason ext_reason_class(const char *why) {
+  static const struct {
+    const char *phrase;
+    enum ext_reason r;
+  } map[] = {
+      {"(is vgpu-device-plugin running there?)", EXT_R_NO_INVENTORY},
+      {"annotation vgpu.io/gpu-inventory", EXT_R_BAD_INVENTORY},
+      {"node not found", EXT_R_NODE_GONE},
+      {"which no GPU here advertises", EXT_R_NOT_ADVERTISED},
+      {"here is time-slicing", EXT_R_NOT_ADVERTISED},
+      {"CCE slices of the other isolation mode", EXT_R_CCE_MODE},
+      {"the largest GPU here has", EXT_R_TOO_LARGE},
+      {"healthy", EXT_R_TOO_FEW_GPUS},
+      {"free;", EXT_R_NO_ROOM},
+      {"annotation vgpu.io/assigned", EXT_R_BAD_ASSIGNMENT},
+      {"cannot list the node's pods", EXT_R_API},
+  };
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+    if (strstr(why, map[i].phrase) != NULL) return map[i].r;
+  return EXT_R_OTHER;
+}
+
+enum ext_bind_fail ext_bind_fail_class(const char *why) {
+  if (strncmp(why, "conflict: ", 10) == 0) return EXT_B_CONFLICT;
+  enum ext_reason r = ext_reason_class(why);
+  if (r == EXT_R_API || strstr(why, "HTTP") != NULL || strstr(why, "unreachable") != NULL)
+    return EXT_B_API;
+  return r == EXT_R_OTHER ? EXT_B_OTHER : EXT_B_NO_FIT;
+}
+
+void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds) {
+  for (int b = 0; b < EXT_LAT_BUCKETS; b++)
+    if (seconds <= g_bounds[b]) m->lat_bucket[verb][b]++;
+  m->lat_count[verb]++;
+  m->lat_sum[verb] += seconds;
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void histogram(FILE *f, const struct ext_metrics *m) {
+  family(f, "vgpu_scheduler_request_duration_seconds", "histogram",
+         "Time vgpu-scheduler spent answering a verb (from request to answer).");
+  for (int v = 0; v < 3; v++) {
+    for (int b = 0; b < EXT_LAT_BUCKETS; b++)
+      fprintf(f, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"%s\",le=\"%g\"} %llu\n",
+              g_verbs[v], g_bounds[b], (unsigned long long)m->lat_bucket[v][b]);
+    fprintf(f, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n",
+            g_verbs[v], (unsigned long long)m->lat_count[v]);
+    fprintf(f, "vgpu_scheduler_request_duration_seconds_sum{verb=\"%s\"} %.6f\n", g_verbs[v],
+            m->lat_sum[v]);
+    fprintf(f, "vgpu_scheduler_request_duration_seconds_count{verb=\"%s\"} %llu\n", g_verbs[v],
+            (unsigned long long)m->lat_count[v]);
+  }
+}
+
+char *ext_metrics_render(const struct ext_metrics *m) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f == NULL) return NULL;
+  family(f, "vgpu_scheduler_requests_total", "counter", "Extender requests, by verb.");
+  for (int v = 0; v < 3; v++)
+    fprintf(f, "vgpu_scheduler_requests_total{verb=\"%s\"} %llu\n", g_verbs[v],
+            (unsigned long long)m->requests[v]);
+  family(f, "vgpu_scheduler_bad_requests_total", "counter",
+         "Requests answered 4xx (malformed JSON, unknown fields or resources, bad values).");
+  fprintf(f, "vgpu_scheduler_bad_requests_total %llu\n", (unsigned long long)m->bad_requests);
+  histogram(f, m);
+  family(f, "vgpu_scheduler_node_failures_total", "counter",
+         "Nodes filter turned down, by reason (the reason text is in FailedNodes).");
+  for (int r = 0; r < EXT_R_COUNT; r++)
+    fprintf(f, "vgpu_scheduler_node_failures_total{reason=\"%s\"} %llu\n", g_reason_names[r],
+            (unsigned long long)m->node_failures[r]);
+  family(f, "vgpu_scheduler_binds_total", "counter", "Binds, by result.");
+  fprintf(f, "vgpu_scheduler_binds_total{result=\"ok\"} %llu\n", (unsigned long long)m->binds_ok);
+  for (int b = 0; b < EXT_B_COUNT; b++)
+    fprintf(f, "vgpu_scheduler_binds_total{result=\"%s\"} %llu\n", g_bind_names[b],
+            (unsigned long long)m->bind_failures[b]);
+  family(f, "vgpu_scheduler_assigned_gpus_total", "counter",
+         "GPU slices written into vgpu.io/assigned by successful binds.");
+  fprintf(f, "vgpu_scheduler_assigned_gpus_total %llu\n", (unsigned long long)m->assigned_gpus);
+  if (fclose(f) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}

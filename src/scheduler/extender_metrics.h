@@ -1,0 +1,52 @@
+/*
+ * extender_metrics.h -- what vgpu-scheduler tells Prometheus: requests and
+ * their latency per verb (a histogram), why nodes fail filter and why binds
+ * fail (by reason class), and what it has placed. Updated by the verbs under
+ * the extender's lock; rendered by GET /metrics (docs/metrics.md).
+ */
+#ifndef VG_EXTENDER_METRICS_H
+#define VG_EXTENDER_METRICS_H
+
+#include <stdint.h>
+
+#define EXT_LAT_BUCKETS 12
+
+/* Classes of a node's filter failure, from the reason text the fit code
+ * writes (extender_fit.c, extender_view.c). */
+enum ext_reason {
+  EXT_R_NO_INVENTORY,  /* no vgpu.io/gpu-inventory: no plugin there */
+  EXT_R_BAD_INVENTORY, /* the annotation does not parse */
+  EXT_R_NODE_GONE,     /* node not found */
+  EXT_R_NOT_ADVERTISED,
+  EXT_R_TOO_FEW_GPUS, /* not enough healthy (and selected) GPUs */
+  EXT_R_TOO_LARGE,    /* more memory than the largest GPU */
+  EXT_R_NO_ROOM,      /* GPUs exist but lack memory/cores/slices now */
+  EXT_R_CCE_MODE,     /* the other CCE isolation mode holds the GPUs */
+  EXT_R_BAD_ASSIGNMENT,
+  EXT_R_API, /* the API server could not be read */
+  EXT_R_OTHER,
+  EXT_R_COUNT
+};
+
+/* Classes of a failed bind. */
+enum ext_bind_fail { EXT_B_CONFLICT, EXT_B_NO_FIT, EXT_B_API, EXT_B_OTHER, EXT_B_COUNT };
+
+struct ext_metrics {
+  uint64_t requests[5]; /* filter prioritize bind healthz metrics */
+  uint64_t bad_requests;
+  uint64_t lat_bucket[3][EXT_LAT_BUCKETS]; /* cumulative per upper bound */
+  uint64_t lat_count[3];
+  double lat_sum[3];
+  uint64_t node_failures[EXT_R_COUNT];
+  uint64_t binds_ok, bind_failures[EXT_B_COUNT];
+  uint64_t assigned_gpus; /* GPU slices written into assignments */
+};
+
+enum ext_reason ext_reason_class(const char *why);
+enum ext_bind_fail ext_bind_fail_class(const char *why);
+/* verb: 0..2 (filter prioritize bind). */
+void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds);
+/* The exposition text (malloc'd), NULL when out of memory. */
+char *ext_metrics_render(const struct ext_metrics *m);
+
+#endif
