@@ -419,7 +419,7 @@ void vg_ext_free(struct vg_ext *x) {
 
 static char *metrics_text(struct vg_ext *x) {
   pthread_mutex_lock(&x->lock);
-  char *t = ext_metrics_render(&x->m);
+  char *t = ext_metrics_render(&x->m, x->nodes);
   pthread_mutex_unlock(&x->lock);
   return t;
 }

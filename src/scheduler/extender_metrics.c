@@ -1,6 +1,8 @@
 /* extender_metrics.c -- see extender_metrics.h. */
 #include "extender_metrics.h"
 
+#include "extender_int.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,35 @@ static void histogram(FILE *f, const struct ext_metrics *m) {
   }
 }
 
-char *ext_metrics_render(const struct ext_metrics *m) {
+/* What the scheduler last read of each node (inventory minus assignments),
+ * summed over its GPUs: one series per node, not per GPU, so a 1,000-node
+ * cluster stays a few thousand lines. */
+static void allocation(FILE *f, const struct node_entry *nodes) {
+  static const struct {
+    const char *name, *help;
+  } fam[] = {
+      {"vgpu_scheduler_node_gpus", "Healthy GPUs of the node, as last read."},
+      {"vgpu_scheduler_node_gpu_memory_bytes", "GPU memory of the node's healthy GPUs."},
+      {"vgpu_scheduler_node_gpu_memory_allocated_bytes",
+       "GPU memory the node's assignments hold, as last read."},
+      {"vgpu_scheduler_node_gpu_slices", "Assignment entries (GPU slices) on the node."},
+  };
+  for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+    family(f, fam[k].name, "gauge", fam[k].help);
+    for (const struct node_entry *e = nodes; e != NULL; e = e->next) {
+      if (e->rc != 0 || (e->at.tv_sec == 0 && e->at.tv_nsec == 0)) continue;
+      long long v = 0;
+      for (int g = 0; g < e->view.n; g++) {
+        const struct gpu_view *gv = &e->view.g[g];
+        if (!gv->healthy) continue;
+        v += k == 0 ? 1 : k == 1 ? gv->mem : k == 2 ? gv->mem_used : gv->slices;
+      }
+      fprintf(f, "%s{node=\"%s\"} %lld\n", fam[k].name, e->name, v);
+    }
+  }
+}
+
+char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *nodes) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -100,6 +130,7 @@ char *ext_metrics_render(const struct ext_metrics *m) {
   family(f, "vgpu_scheduler_assigned_gpus_total", "counter",
          "GPU slices written into vgpu.io/assigned by successful binds.");
   fprintf(f, "vgpu_scheduler_assigned_gpus_total %llu\n", (unsigned long long)m->assigned_gpus);
+  allocation(f, nodes);
   if (fclose(f) != 0) {
     free(text);
     return NULL;

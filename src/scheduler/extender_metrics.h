@@ -46,7 +46,11 @@ enum ext_reason ext_reason_class(const char *why);
 enum ext_bind_fail ext_bind_fail_class(const char *why);
 /* verb: 0..2 (filter prioritize bind). */
 void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds);
-/* The exposition text (malloc'd), NULL when out of memory. */
-char *ext_metrics_render(const struct ext_metrics *m);
+struct node_entry;
+
+/* The exposition text (malloc'd), NULL when out of memory. nodes: the
+ * extender's node cache (its list), whose last-read views give the
+ * per-node allocation gauges. Called under the extender's lock. */
+char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *nodes);
 
 #endif

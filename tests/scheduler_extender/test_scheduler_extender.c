@@ -367,6 +367,12 @@ static void test_metrics_after(void **s) {
       metric(out, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"}") ==
       filters);
   assert_true(metric(out, "vgpu_scheduler_bad_requests_total") >= 1);
+  /* node-a: 2 x 16 GiB, pod "old" holds 8 GiB of GPU 0 (its view was read by bind) */
+  assert_true(metric(out, "vgpu_scheduler_node_gpus{node=\"node-a\"}") == 2);
+  assert_true(metric(out, "vgpu_scheduler_node_gpu_memory_bytes{node=\"node-a\"}") ==
+              32.0 * (1 << 30));
+  assert_true(metric(out, "vgpu_scheduler_node_gpu_memory_allocated_bytes{node=\"node-a\"}") >=
+              8.0 * (1 << 30));
   char path[] = "/tmp/vgpu-sched-metrics-XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
