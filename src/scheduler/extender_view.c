@@ -236,7 +236,10 @@ static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec
   if (hit) {
     ext_view_copy(v, &e->view);
     *rc = e->rc;
-    snprintf(why, len, "%s", e->why);
+    if (e->rc != 0) /* a fitting node's why is empty: no formatting per node and request */
+      snprintf(why, len, "%s", e->why);
+    else if (len > 0)
+      why[0] = '\0';
   }
   pthread_mutex_unlock(&x->lock);
   return hit;
