@@ -149,6 +149,7 @@ def check_probes(ctr, what, kinds=("livenessProbe", "readinessProbe")):
 def check_daemonset(objs, overlay, config_file):
     ds = objs[("DaemonSet", "vgpu-device-plugin")]
     pod = ds["spec"]["template"]["spec"]
+    pod_meta = ds["spec"]["template"]["metadata"]
     check(pod["serviceAccountName"] == "vgpu-device-plugin", "DaemonSet service account")
     hp = host_paths(pod)
     for path in ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources",
@@ -172,6 +173,10 @@ def check_daemonset(objs, overlay, config_file):
     check(env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}},
           "NODE_NAME from the downward API")
     check("--node-name=$(NODE_NAME)" in ctr["command"], "--node-name=$(NODE_NAME)")
+    ports = {p.get("name"): p["containerPort"] for p in ctr.get("ports", [])}
+    check("--metrics=0.0.0.0:%s" % ports.get("metrics") in ctr["command"] and
+          pod_meta.get("annotations", {}).get("prometheus.io/port") == str(ports.get("metrics")),
+          "metrics served on the port the container and the scrape annotation name")
     check_probes(ctr, "device plugin", ("livenessProbe", "readinessProbe", "startupProbe"))
     check(ctr["securityContext"].get("allowPrivilegeEscalation") is False and
           ctr["securityContext"]["capabilities"]["drop"] == ["ALL"],
