@@ -14,6 +14,7 @@ int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_poli
   s->cluster = c;
   s->policy = policy;
   s->workload = w;
+  s->frag_fn = vg_frag_node;
   s->frag = malloc(((size_t)c->n + 1) * sizeof(*s->frag));
   if (!s->frag) return vg_err_set(err, "out of memory for %d nodes", c->n);
   for (int i = 0; i < c->n; i++) s->frag[i] = NAN;
@@ -25,12 +26,20 @@ void vg_sched_free(struct vg_sched *s) {
   s->frag = NULL;
 }
 
-double vg_sched_node_frag(struct vg_sched *s, int i) {
+double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f) {
+  if (f != s->frag_fn) { /* one policy per scheduler: this happens once */
+    for (int k = 0; k < s->cluster->n; k++) s->frag[k] = NAN;
+    s->frag_fn = f;
+  }
   if (isnan(s->frag[i])) {
     const struct vg_node *n = &s->cluster->nodes[i];
-    s->frag[i] = s->workload ? vg_frag_node(s->workload, n, n->cpu_free, n->gpu_free) : 0;
+    s->frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->gpu_free) : 0;
   }
   return s->frag[i];
+}
+
+double vg_sched_node_frag(struct vg_sched *s, int i) {
+  return vg_sched_node_frag_by(s, i, vg_frag_node);
 }
 
 int vg_sched_select(struct vg_sched *s, const struct vg_pod *p, struct vg_pick *pick) {

@@ -1,8 +1,10 @@
 /* test_sched_vgpu.c -- the experimental `vgpu` policy against FGD on
- * hand-built clusters: where FGD's truncated scores tie, vgpu puts a share on
- * the GPU it fills most exactly (FGD: lowest GPU index, then node rank); where
- * the fragmentation change differs by a score point or more, FGD's choice
- * stands. */
+ * hand-built clusters: its CPU-aware fragmentation measure (CPU caps how many
+ * GPUs a task type can use), a CPU-only pod kept off the node whose CPU its
+ * free GPUs need, and the tie-break: where the truncated scores tie, vgpu puts
+ * a share on the GPU it fills most exactly (FGD: lowest GPU index, then node
+ * rank); where the fragmentation change differs by a score point or more, the
+ * fragmentation choice stands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,8 +110,9 @@ static void test_fragmentation_outweighs_tightness(void **state) {
   vg_workload_free(&w);
 }
 
-/* Whole-GPU pods score exactly as under FGD, and the policy is listed. */
-static void test_whole_gpu_pods_score_as_fgd(void **state) {
+/* With CPU to spare, the measures agree, so whole-GPU pods score exactly as
+ * under FGD; and the policy is listed. */
+static void test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful(void **state) {
   (void)state;
   struct vg_workload w;
   one_type(&w, pod(1000, 1024, 1, 500));
@@ -134,12 +137,76 @@ static void test_whole_gpu_pods_score_as_fgd(void **state) {
   assert_int_equal(found, 1);
 }
 
+/* The measure: one task type, 1 whole GPU and 10 cores. A node with 4 free
+ * GPUs looks unfragmented to FGD as long as one copy fits; vg_frag_node_cpu
+ * counts the GPUs the CPU cannot feed. For a 500-milli share type, the CPU
+ * for one copy leaves only the GPU with the most free share usable. */
+static void test_cpu_caps_the_usable_gpus(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 1024, 1, 1000));
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
+  const struct vg_node *n = &c.nodes[0];
+  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu(&w, n, 25000, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu(&w, n, 40000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 9999, n->gpu_free) == 4000);
+  vg_workload_free(&w);
+
+  one_type(&w, pod(10000, 1024, 1, 500));
+  add_node(&c, "G2", 96000, 393216, 3, 300, 700, 1000);
+  n = &c.nodes[1];
+  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 300);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 1000);
+  assert_true(vg_frag_node_cpu(&w, n, 20000, n->gpu_free) == 300);
+  vg_workload_free(&w);
+  vg_cluster_free(&c);
+}
+
+/* The target workload is 1-GPU pods with 10 cores. Node 0 (rank 0) has 2
+ * free GPUs and 20 cores, node 1 has 1 free GPU and 30 cores. A 10-core
+ * CPU-only pod leaves one 1-GPU pod fitting on either node, so FGD's F stays
+ * 0 on both, the scores tie and rank 0 wins: node 0 can then feed only one
+ * of its two GPUs. Under vgpu's measure that strands a GPU on node 0 (F'
+ * +1000) and nothing on node 1, so the pod goes to node 1. */
+static void cluster_cpu(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 20000, 393216, 2, 1000, 1000);
+  add_node(c, "G2", 30000, 393216, 2, 1000, 0);
+  c->nodes[0].rank = 0;
+  c->nodes[1].rank = 1;
+}
+
+static void test_cpu_only_pod_spares_the_cpu_of_free_gpus(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 1024, 1, 1000));
+  struct vg_pod p = pod(10000, 1024, 0, 0);
+  struct vg_cluster c;
+
+  cluster_cpu(&c);
+  assert_int_equal(place(&c, "fgd", &w, &p), 0);
+  vg_cluster_free(&c);
+
+  cluster_cpu(&c);
+  assert_int_equal(place(&c, "vgpu", &w, &p), 1);
+  assert_int_equal(c.nodes[1].cpu_free, 20000);
+  assert_int_equal(c.nodes[0].cpu_free, 20000);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ties_across_nodes_go_to_the_tightest_gpu),
       cmocka_unit_test(test_ties_within_a_node_go_to_the_tightest_gpu),
       cmocka_unit_test(test_fragmentation_outweighs_tightness),
-      cmocka_unit_test(test_whole_gpu_pods_score_as_fgd),
+      cmocka_unit_test(test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful),
+      cmocka_unit_test(test_cpu_caps_the_usable_gpus),
+      cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
