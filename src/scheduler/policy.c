@@ -12,7 +12,7 @@ static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Wen
                                      vg_score_fgd};
 
 static const struct vg_policy vgpu = {
-    "vgpu", "experimental: FGD on a CPU-aware measure, ties to the tightest GPU", vg_score_vgpu};
+    "vgpu", "FGD on a CPU-aware measure, share ties by fit and Sum-of-Squares", vg_score_vgpu};
 
 static const struct vg_policy *const all[] = {&bestfit, &fgd, &vgpu, NULL};
 

@@ -19,10 +19,8 @@ static double frag_score(double before, double after) {
   return (double)(int64_t)(100.0 / (1.0 + exp(-x)));
 }
 
-/* A share tries every GPU with room; fit_weight adds how full the chosen GPU
- * ends up. Other pods take the lowest-index free GPUs. */
 double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
-                       vg_frag_fn f, double fit_weight) {
+                       vg_frag_fn f, vg_share_bonus_fn bonus) {
   const struct vg_node *n = &s->cluster->nodes[i];
   double before = vg_sched_node_frag_by(s, i, f), best = -1;
   int tmp[VG_SCHED_MAX_GPUS];
@@ -40,7 +38,7 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
     if (seen) continue;
     tmp[g] -= p->gpu_milli;
     double after = s->workload ? f(s->workload, n, n->cpu_free - p->cpu, tmp) : 0;
-    double score = frag_score(before, after) + fit_weight * (1.0 - tmp[g] / (double)VG_MILLI);
+    double score = frag_score(before, after) + (bonus ? bonus(s, n->gpu_free[g], tmp[g]) : 0);
     tmp[g] += p->gpu_milli;
     if (score > best) {
       best = score;
@@ -52,5 +50,5 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
 }
 
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  return vg_fgd_score_by(s, i, p, pick, vg_frag_node, 0.0);
+  return vg_fgd_score_by(s, i, p, pick, vg_frag_node, NULL);
 }

@@ -132,12 +132,14 @@ const struct vg_policy *const *vg_policy_all(void);
 double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
+/* Extra score points for a share that takes its GPU from `from` to `to` free
+ * milli (the vgpu policy's tie-break); NULL for none. */
+typedef double (*vg_share_bonus_fn)(struct vg_sched *s, int from, int to);
 /* FGD's score descending the measure f: int(100 sigmoid(-dF/1000)). A share
- * tries each GPU with room and adds fit_weight * (how full the chosen GPU
- * ends up) -- 0 for FGD itself (f = vg_frag_node); the vgpu policy uses it to
- * break ties toward the tightest GPU. */
+ * tries each GPU with room and adds bonus(from, to) for it; other pods take
+ * the lowest-index free GPUs. vg_score_fgd is f = vg_frag_node, no bonus. */
 double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
-                       vg_frag_fn f, double fit_weight);
+                       vg_frag_fn f, vg_share_bonus_fn bonus);
 
 /* ---- scheduler state and placement (sched.c) ---- */
 struct vg_sched {
@@ -146,6 +148,8 @@ struct vg_sched {
   const struct vg_workload *workload; /* FGD's target workload; may be NULL for others */
   double *frag;                       /* per-node cached F_n(M), NAN when stale */
   vg_frag_fn frag_fn;                 /* the measure frag[] holds */
+  int gaps[VG_MILLI + 1];             /* GPUs by free milli, when gaps_valid */
+  bool gaps_valid;
 };
 
 int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_policy *policy,
@@ -156,6 +160,10 @@ double vg_sched_node_frag(struct vg_sched *s, int i);
 /* Measure f of node i (0 without a workload), cached until the node changes
  * or another measure is asked for. */
 double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f);
+/* How many GPUs of the cluster have each free share (0..1000 milli), counted
+ * on first use and kept up to date by vg_sched_place. Like the F cache, it
+ * assumes the cluster changes only through vg_sched_place. */
+const int *vg_sched_gaps(struct vg_sched *s);
 /* Chooses a node and GPUs for p (does not change the cluster); returns the
  * node index or -1 when no node fits. */
 int vg_sched_select(struct vg_sched *s, const struct vg_pod *p, struct vg_pick *pick);
