@@ -19,20 +19,26 @@ static double frag_score(double before, double after) {
   return (double)(int64_t)(100.0 / (1.0 + exp(-x)));
 }
 
-double vg_fgd_share_score(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
-                          double fit_weight) {
+double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
+                       vg_frag_fn f, vg_share_bonus_fn bonus) {
   const struct vg_node *n = &s->cluster->nodes[i];
-  double before = vg_sched_node_frag(s, i), best = -1;
+  double before = vg_sched_node_frag_by(s, i, f), best = -1;
   int tmp[VG_SCHED_MAX_GPUS];
   memcpy(tmp, n->gpu_free, sizeof(tmp));
+  if (!vg_pod_is_share(p)) {
+    vg_pick_tightest(n, p, pick);
+    for (int k = 0; k < pick->n; k++) tmp[pick->gpu[k]] -= p->gpu_milli;
+    double after = s->workload ? f(s->workload, n, n->cpu_free - p->cpu, tmp) : 0;
+    return frag_score(before, after);
+  }
   for (int g = 0; g < n->ngpu; g++) {
     if (n->gpu_free[g] < p->gpu_milli) continue;
     bool seen = false; /* an earlier GPU with the same free share scores the same */
     for (int h = 0; h < g && !seen; h++) seen = n->gpu_free[h] == n->gpu_free[g];
     if (seen) continue;
     tmp[g] -= p->gpu_milli;
-    double score = frag_score(before, vg_frag_node(s->workload, n, n->cpu_free - p->cpu, tmp)) +
-                   fit_weight * (1.0 - tmp[g] / (double)VG_MILLI);
+    double after = s->workload ? f(s->workload, n, n->cpu_free - p->cpu, tmp) : 0;
+    double score = frag_score(before, after) + (bonus ? bonus(s, n->gpu_free[g], tmp[g]) : 0);
     tmp[g] += p->gpu_milli;
     if (score > best) {
       best = score;
@@ -44,12 +50,5 @@ double vg_fgd_share_score(struct vg_sched *s, int i, const struct vg_pod *p, str
 }
 
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  if (vg_pod_is_share(p)) return vg_fgd_share_score(s, i, p, pick, 0.0);
-  const struct vg_node *n = &s->cluster->nodes[i];
-  vg_pick_tightest(n, p, pick);
-  int tmp[VG_SCHED_MAX_GPUS];
-  memcpy(tmp, n->gpu_free, sizeof(tmp));
-  for (int k = 0; k < pick->n; k++) tmp[pick->gpu[k]] -= p->gpu_milli;
-  double after = vg_frag_node(s->workload, n, n->cpu_free - p->cpu, tmp);
-  return frag_score(vg_sched_node_frag(s, i), after);
+  return vg_fgd_score_by(s, i, p, pick, vg_frag_node, NULL);
 }

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vg_sched.h"
 
@@ -14,6 +15,8 @@ int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_poli
   s->cluster = c;
   s->policy = policy;
   s->workload = w;
+  s->frag_fn = vg_frag_node;
+  s->gaps_valid = false;
   s->frag = malloc(((size_t)c->n + 1) * sizeof(*s->frag));
   if (!s->frag) return vg_err_set(err, "out of memory for %d nodes", c->n);
   for (int i = 0; i < c->n; i++) s->frag[i] = NAN;
@@ -25,12 +28,31 @@ void vg_sched_free(struct vg_sched *s) {
   s->frag = NULL;
 }
 
-double vg_sched_node_frag(struct vg_sched *s, int i) {
+double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f) {
+  if (f != s->frag_fn) { /* one policy per scheduler: this happens once */
+    for (int k = 0; k < s->cluster->n; k++) s->frag[k] = NAN;
+    s->frag_fn = f;
+  }
   if (isnan(s->frag[i])) {
     const struct vg_node *n = &s->cluster->nodes[i];
-    s->frag[i] = s->workload ? vg_frag_node(s->workload, n, n->cpu_free, n->gpu_free) : 0;
+    s->frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->gpu_free) : 0;
   }
   return s->frag[i];
+}
+
+double vg_sched_node_frag(struct vg_sched *s, int i) {
+  return vg_sched_node_frag_by(s, i, vg_frag_node);
+}
+
+const int *vg_sched_gaps(struct vg_sched *s) {
+  if (!s->gaps_valid) {
+    memset(s->gaps, 0, sizeof(s->gaps));
+    for (int i = 0; i < s->cluster->n; i++)
+      for (int g = 0; g < s->cluster->nodes[i].ngpu; g++)
+        s->gaps[s->cluster->nodes[i].gpu_free[g]]++;
+    s->gaps_valid = true;
+  }
+  return s->gaps;
 }
 
 int vg_sched_select(struct vg_sched *s, const struct vg_pod *p, struct vg_pick *pick) {
@@ -56,7 +78,10 @@ int vg_sched_place(struct vg_sched *s, const struct vg_pod *p) {
   struct vg_pick pick;
   int i = vg_sched_select(s, p, &pick);
   if (i < 0) return -1;
-  vg_node_apply(&s->cluster->nodes[i], p, &pick);
+  struct vg_node *n = &s->cluster->nodes[i];
+  for (int k = 0; s->gaps_valid && k < pick.n; k++) s->gaps[n->gpu_free[pick.gpu[k]]]--;
+  vg_node_apply(n, p, &pick);
+  for (int k = 0; s->gaps_valid && k < pick.n; k++) s->gaps[n->gpu_free[pick.gpu[k]]]++;
   s->frag[i] = NAN;
   return i;
 }

@@ -98,10 +98,19 @@ int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npod
 void vg_workload_free(struct vg_workload *w);
 
 /* ---- fragmentation measure (frag.c) ---- */
+/* A fragmentation measure F_n(M) (milli-GPU) of node n with free CPU cpu_free
+ * and free GPU shares gpu_free[0..n->ngpu). */
+typedef double (*vg_frag_fn)(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                             const int *gpu_free);
 /* F_n(M) in milli-GPU for a node whose free CPU is cpu_free and free GPU
  * shares are gpu_free[0..n->ngpu). */
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                     const int *gpu_free);
+/* The vgpu policy's measure: as vg_frag_node, but the node's CPU also limits
+ * how many GPUs each task type can use (cpu_free / its CPU copies, each on
+ * its own GPUs; the ones with the most free share). */
+double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                        const int *gpu_free);
 
 /* ---- policies (policy.c, policy_*.c) ---- */
 struct vg_sched;
@@ -125,11 +134,14 @@ double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg
 double vg_score_binpack(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
-/* FGD's score for a share on node i, trying each GPU with room, plus
- * fit_weight * (how full the chosen GPU ends up) -- 0 for FGD itself; the
- * vgpu policy uses it to break FGD's ties toward the tightest GPU. */
-double vg_fgd_share_score(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
-                          double fit_weight);
+/* Extra score points for a share that takes its GPU from `from` to `to` free
+ * milli (the vgpu policy's tie-break); NULL for none. */
+typedef double (*vg_share_bonus_fn)(struct vg_sched *s, int from, int to);
+/* FGD's score descending the measure f: int(100 sigmoid(-dF/1000)). A share
+ * tries each GPU with room and adds bonus(from, to) for it; other pods take
+ * the lowest-index free GPUs. vg_score_fgd is f = vg_frag_node, no bonus. */
+double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
+                       vg_frag_fn f, vg_share_bonus_fn bonus);
 
 /* ---- scheduler state and placement (sched.c) ---- */
 struct vg_sched {
@@ -137,6 +149,9 @@ struct vg_sched {
   const struct vg_policy *policy;
   const struct vg_workload *workload; /* FGD's target workload; may be NULL for others */
   double *frag;                       /* per-node cached F_n(M), NAN when stale */
+  vg_frag_fn frag_fn;                 /* the measure frag[] holds */
+  int gaps[VG_MILLI + 1];             /* GPUs by free milli, when gaps_valid */
+  bool gaps_valid;
 };
 
 int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_policy *policy,
@@ -144,6 +159,13 @@ int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_poli
 void vg_sched_free(struct vg_sched *s);
 /* F_n(M) of node i, cached until the node changes. */
 double vg_sched_node_frag(struct vg_sched *s, int i);
+/* Measure f of node i (0 without a workload), cached until the node changes
+ * or another measure is asked for. */
+double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f);
+/* How many GPUs of the cluster have each free share (0..1000 milli), counted
+ * on first use and kept up to date by vg_sched_place. Like the F cache, it
+ * assumes the cluster changes only through vg_sched_place. */
+const int *vg_sched_gaps(struct vg_sched *s);
 /* Chooses a node and GPUs for p (does not change the cluster); returns the
  * node index or -1 when no node fits. */
 int vg_sched_select(struct vg_sched *s, const struct vg_pod *p, struct vg_pick *pick);

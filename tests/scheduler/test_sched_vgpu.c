@@ -1,8 +1,10 @@
-/* test_sched_vgpu.c -- the experimental `vgpu` policy against FGD on
- * hand-built clusters: where FGD's truncated scores tie, vgpu puts a share on
- * the GPU it fills most exactly (FGD: lowest GPU index, then node rank); where
- * the fragmentation change differs by a score point or more, FGD's choice
- * stands. */
+/* test_sched_vgpu.c -- the `vgpu` policy against FGD on hand-built clusters:
+ * its CPU-aware fragmentation measure (CPU caps how many GPUs a task type can
+ * use), a CPU-only pod kept off the node whose CPU its free GPUs need, and the
+ * tie-breaks: where the truncated scores tie, vgpu puts a share on the GPU it
+ * fills most exactly and leaves a free share the cluster has few of (FGD:
+ * lowest GPU index, then node rank); where the fragmentation change differs
+ * by a score point or more, the fragmentation choice stands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,19 @@ static void one_type(struct vg_workload *w, struct vg_pod p) {
   assert_int_equal(vg_workload_build(w, &p, 1, 95.0, NULL), 0);
 }
 
+/* Places p on a cluster from build under fgd, then on a fresh one under vgpu,
+ * checking the nodes each chooses; leaves vgpu's cluster in *c (the caller
+ * checks and frees it). */
+static void fgd_then_vgpu(void (*build)(struct vg_cluster *), const struct vg_workload *w,
+                          const struct vg_pod *p, int fgd_node, int vgpu_node,
+                          struct vg_cluster *c) {
+  build(c);
+  assert_int_equal(place(c, "fgd", w, p), fgd_node);
+  vg_cluster_free(c);
+  build(c);
+  assert_int_equal(place(c, "vgpu", w, p), vgpu_node);
+}
+
 /* Node 0 (rank 0) has a whole free GPU, node 1 (rank 1) a GPU with 600 free.
  * The target workload is CPU-only, so every placement of the 500-milli share
  * lowers F by exactly 500 on either node: FGD's scores tie and rank 0 wins,
@@ -46,13 +61,7 @@ static void test_ties_across_nodes_go_to_the_tightest_gpu(void **state) {
   struct vg_pod p = pod(1000, 1024, 1, 500);
   struct vg_cluster c;
 
-  cluster_tie(&c);
-  assert_int_equal(place(&c, "fgd", &w, &p), 0);
-  assert_int_equal(c.nodes[0].gpu_free[0], 500);
-  vg_cluster_free(&c);
-
-  cluster_tie(&c);
-  assert_int_equal(place(&c, "vgpu", &w, &p), 1);
+  fgd_then_vgpu(cluster_tie, &w, &p, 0, 1, &c);
   assert_int_equal(c.nodes[1].gpu_free[0], 100);
   assert_int_equal(c.nodes[0].gpu_free[0], 1000);
   vg_cluster_free(&c);
@@ -108,8 +117,9 @@ static void test_fragmentation_outweighs_tightness(void **state) {
   vg_workload_free(&w);
 }
 
-/* Whole-GPU pods score exactly as under FGD, and the policy is listed. */
-static void test_whole_gpu_pods_score_as_fgd(void **state) {
+/* With CPU to spare, the measures agree, so whole-GPU pods score exactly as
+ * under FGD; and the policy is listed. */
+static void test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful(void **state) {
   (void)state;
   struct vg_workload w;
   one_type(&w, pod(1000, 1024, 1, 500));
@@ -134,12 +144,128 @@ static void test_whole_gpu_pods_score_as_fgd(void **state) {
   assert_int_equal(found, 1);
 }
 
+/* The measure: one task type, 1 whole GPU and 10 cores. A node with 4 free
+ * GPUs looks unfragmented to FGD as long as one copy fits; vg_frag_node_cpu
+ * counts the GPUs the CPU cannot feed. For a 500-milli share type, the CPU
+ * for one copy leaves only the GPU with the most free share usable. */
+static void test_cpu_caps_the_usable_gpus(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 1024, 1, 1000));
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
+  const struct vg_node *n = &c.nodes[0];
+  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu(&w, n, 25000, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu(&w, n, 40000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 9999, n->gpu_free) == 4000);
+  vg_workload_free(&w);
+
+  one_type(&w, pod(10000, 1024, 1, 500));
+  add_node(&c, "G2", 96000, 393216, 3, 300, 700, 1000);
+  n = &c.nodes[1];
+  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 300);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 1000);
+  assert_true(vg_frag_node_cpu(&w, n, 20000, n->gpu_free) == 300);
+  vg_workload_free(&w);
+  vg_cluster_free(&c);
+}
+
+/* The target workload is 1-GPU pods with 10 cores. Node 0 (rank 0) has 2
+ * free GPUs and 20 cores, node 1 has 1 free GPU and 30 cores. A 10-core
+ * CPU-only pod leaves one 1-GPU pod fitting on either node, so FGD's F stays
+ * 0 on both, the scores tie and rank 0 wins: node 0 can then feed only one
+ * of its two GPUs. Under vgpu's measure that strands a GPU on node 0 (F'
+ * +1000) and nothing on node 1, so the pod goes to node 1. */
+static void cluster_cpu(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 20000, 393216, 2, 1000, 1000);
+  add_node(c, "G2", 30000, 393216, 2, 1000, 0);
+  c->nodes[0].rank = 0;
+  c->nodes[1].rank = 1;
+}
+
+static void test_cpu_only_pod_spares_the_cpu_of_free_gpus(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 1024, 1, 1000));
+  struct vg_pod p = pod(10000, 1024, 0, 0);
+  struct vg_cluster c;
+
+  fgd_then_vgpu(cluster_cpu, &w, &p, 0, 1, &c);
+  assert_int_equal(c.nodes[1].cpu_free, 20000);
+  assert_int_equal(c.nodes[0].cpu_free, 20000);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
+/* vg_sched_gaps counts the cluster's GPUs by free share and vg_sched_place
+ * keeps the count current. */
+static void test_gaps_follow_placements(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(2000, 1024, 0, 0));
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 3, 1000, 600, 0);
+  add_node(&c, "G2", 96000, 393216, 1, 600);
+  struct vg_sched s;
+  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  const int *n = vg_sched_gaps(&s);
+  assert_int_equal(n[1000], 1);
+  assert_int_equal(n[600], 2);
+  assert_int_equal(n[0], 1);
+  struct vg_pod p = pod(1000, 1024, 1, 500);
+  assert_true(vg_sched_place(&s, &p) >= 0);
+  n = vg_sched_gaps(&s);
+  assert_int_equal(n[600], 1);
+  assert_int_equal(n[100], 1);
+  assert_int_equal(n[1000] + n[600] + n[100] + n[0], 4);
+  vg_sched_free(&s);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
+/* The Sum-of-Squares term. A 300-milli share, CPU-only target workload (so
+ * the fragmentation scores tie). Node 0 (rank 0) has a GPU with 700 free,
+ * node 1 one with 710; three more GPUs with 400 free sit on nodes without the
+ * CPU for the pod. Filling the 700 leaves a fourth 400 (dSS = +6), filling
+ * the 710 leaves a 410 that nothing else has (dSS = 0). The fit term alone
+ * (3.0 vs 2.95 points) and FGD's node rank would take node 0; vgpu takes
+ * node 1. */
+static void cluster_ss(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 96000, 393216, 1, 700);
+  add_node(c, "G2", 96000, 393216, 1, 710);
+  for (int k = 0; k < 3; k++) add_node(c, "G2", 500, 393216, 1, 400);
+  for (int k = 0; k < c->n; k++) c->nodes[k].rank = (uint32_t)k;
+}
+
+static void test_ties_go_to_the_rarer_free_share(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(2000, 1024, 0, 0));
+  struct vg_pod p = pod(1000, 1024, 1, 300);
+  struct vg_cluster c;
+
+  fgd_then_vgpu(cluster_ss, &w, &p, 0, 1, &c);
+  assert_int_equal(c.nodes[1].gpu_free[0], 410);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ties_across_nodes_go_to_the_tightest_gpu),
       cmocka_unit_test(test_ties_within_a_node_go_to_the_tightest_gpu),
       cmocka_unit_test(test_fragmentation_outweighs_tightness),
-      cmocka_unit_test(test_whole_gpu_pods_score_as_fgd),
+      cmocka_unit_test(test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful),
+      cmocka_unit_test(test_cpu_caps_the_usable_gpus),
+      cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
+      cmocka_unit_test(test_gaps_follow_placements),
+      cmocka_unit_test(test_ties_go_to_the_rarer_free_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
