@@ -373,7 +373,7 @@ done:
 
 struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,
                           struct vg_err *err) {
-  const struct vg_policy *p = vg_policy_find(policy ? policy : "fgd");
+  const struct vg_policy *p = vg_policy_find(policy ? policy : "vgpu");
   if (!p) {
     char names[256] = "";
     for (const struct vg_policy *const *a = vg_policy_all(); *a; a++)

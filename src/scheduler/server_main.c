@@ -26,7 +26,7 @@ static void usage(FILE *f) {
           "  --policy NAME       placement policy that scores nodes:");
   for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
   fprintf(f,
-          " (default fgd;\n"
+          " (default vgpu;\n"
           "                      a pod may choose its own with vgpu.io/node-scheduler-policy,\n"
           "                      and binpack/spread of GPUs with vgpu.io/gpu-scheduler-policy)\n"
           "  --cache-ttl-ms N    reuse a node's inventory and assignments this long in filter\n"
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
       {"listen", required_argument, NULL, 'l'}, {"kubeconfig", required_argument, NULL, 'k'},
       {"policy", required_argument, NULL, 'p'}, {"cache-ttl-ms", required_argument, NULL, 't'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-  const char *listen = NULL, *kubeconfig = NULL, *policy = "fgd";
+  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000;
   int c;
   vg_log_configure();
