@@ -37,6 +37,15 @@ struct ctr {
   struct ctr_dev dev[VG_MAX_DEVICES];
 };
 
+/* One GPU's labels and sums, computed once per scrape for all its families. */
+struct gpu_row {
+  const struct vg_gpu *g;
+  const struct vg_gpu_usage *u; /* NULL when NVML did not answer for it */
+  char labels[1200];
+  uint64_t allocated;
+  int containers;
+};
+
 struct scrape {
   const struct vg_metrics_sources *src;
   struct vg_gpu gpus[VG_MAX_GPUS];
@@ -44,7 +53,8 @@ struct scrape {
   struct vg_gpu_usage usage[VG_MAX_GPUS];
   unsigned nusage;
   bool nvml_up, podresources_up;
-  struct ctr *ctrs; /* the containers the kubelet lists, with a region */
+  struct gpu_row rows[VG_MAX_GPUS]; /* print_gpus' per-GPU work */
+  struct ctr *ctrs;                 /* the containers the kubelet lists, with a region */
   size_t nctrs, cap;
   unsigned stale; /* slot directories no listed container owns */
 };
@@ -188,10 +198,11 @@ static void gpu_allocation(const struct scrape *s, const char *uuid, uint64_t to
     }
 }
 
-static void print_gpus(FILE *f, const struct scrape *s) {
+static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
+  enum { INFO, HEALTHY, TOTAL, ALLOCATED, USED, UTILIZATION, CONTAINERS, FAMILIES };
   static const struct {
     const char *name, *help;
-  } fam[] = {
+  } fam[FAMILIES] = {
       {"vgpu_gpu_info", "A GPU of the node (value 1), with its model."},
       {"vgpu_gpu_healthy", "1 when the GPU is Healthy for the kubelet, 0 when Unhealthy."},
       {"vgpu_gpu_memory_total_bytes", "The GPU's memory."},
@@ -202,27 +213,43 @@ static void print_gpus(FILE *f, const struct scrape *s) {
       {"vgpu_gpu_utilization_ratio", "Share of the last sample period a kernel ran (NVML)."},
       {"vgpu_gpu_containers", "Containers holding a slice of the GPU."},
   };
-  for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+  for (unsigned i = 0; i < s->ngpus; i++) {
+    struct gpu_row *r = &rows[i];
+    r->g = &s->gpus[i];
+    r->u = usage_of(s, r->g->uuid);
+    gpu_labels(s, r->g, r->labels, sizeof(r->labels));
+    gpu_allocation(s, r->g->uuid, r->g->memory, &r->allocated, &r->containers);
+  }
+  for (int k = 0; k < FAMILIES; k++) {
     family(f, fam[k].name, "gauge", fam[k].help);
     for (unsigned i = 0; i < s->ngpus; i++) {
-      const struct vg_gpu *g = &s->gpus[i];
-      const struct vg_gpu_usage *u = usage_of(s, g->uuid);
-      char labels[1200], model[300];
-      gpu_labels(s, g, labels, sizeof(labels));
-      uint64_t allocated;
-      int containers;
-      gpu_allocation(s, g->uuid, g->memory, &allocated, &containers);
-      if (k == 0)
-        fprintf(f, "%s{%s,model=\"%s\"} 1\n", fam[k].name, labels,
-                esc(g->name, model, sizeof(model)));
-      if (k == 1) fprintf(f, "%s{%s} %d\n", fam[k].name, labels, g->healthy ? 1 : 0);
-      if (k == 2) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)g->memory);
-      if (k == 3) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)allocated);
-      if (k == 4 && u != NULL)
-        fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)u->memory_used);
-      if (k == 5 && u != NULL && u->utilization >= 0)
-        fprintf(f, "%s{%s} %.2f\n", fam[k].name, labels, u->utilization / 100.0);
-      if (k == 6) fprintf(f, "%s{%s} %d\n", fam[k].name, labels, containers);
+      const struct gpu_row *r = &rows[i];
+      const char *n = fam[k].name, *l = r->labels;
+      char model[300];
+      switch (k) {
+        case INFO:
+          fprintf(f, "%s{%s,model=\"%s\"} 1\n", n, l, esc(r->g->name, model, sizeof(model)));
+          break;
+        case HEALTHY:
+          fprintf(f, "%s{%s} %d\n", n, l, r->g->healthy ? 1 : 0);
+          break;
+        case TOTAL:
+          fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->g->memory);
+          break;
+        case ALLOCATED:
+          fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->allocated);
+          break;
+        case USED:
+          if (r->u != NULL)
+            fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->u->memory_used);
+          break;
+        case UTILIZATION:
+          if (r->u != NULL && r->u->utilization >= 0)
+            fprintf(f, "%s{%s} %.2f\n", n, l, r->u->utilization / 100.0);
+          break;
+        default:
+          fprintf(f, "%s{%s} %d\n", n, l, r->containers);
+      }
     }
   }
 }
@@ -342,7 +369,7 @@ char *vg_metrics_render(const struct vg_metrics_sources *src, size_t *len) {
   size_t n = 0;
   FILE *f = open_memstream(&text, &n);
   if (f != NULL) {
-    print_gpus(f, s);
+    print_gpus(f, s, s->rows);
     print_containers(f, s);
     print_agent(f, s);
     if (fclose(f) != 0) {
