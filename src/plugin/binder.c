@@ -83,11 +83,12 @@ static bool first_time(struct vg_binder *b, const char *what, const char *key) {
 
 static void set_error(struct vg_binder *b, const char *msg) {
   pthread_mutex_lock(&b->lock);
-  snprintf(b->stats.last_error, sizeof(b->stats.last_error), "%s", msg);
+  /* The precision keeps -O3's -Wformat-truncation quiet: cutting is meant. */
+  snprintf(b->stats.last_error, sizeof(b->stats.last_error), "%.*s", VG_ERR_MAX - 1, msg);
   pthread_mutex_unlock(&b->lock);
   b->pass_error = true;
   if (strcmp(b->last_logged_error, msg) != 0) {
-    snprintf(b->last_logged_error, sizeof(b->last_logged_error), "%s", msg);
+    snprintf(b->last_logged_error, sizeof(b->last_logged_error), "%.*s", VG_ERR_MAX - 1, msg);
     blog("%s", msg);
   }
 }

@@ -126,7 +126,7 @@ static void read_slots(struct scrape *s) {
       s->stale++; /* its pod is gone, or the kubelet was not asked (PodResources down) */
       continue;
     }
-    char path[VG_CONFIG_PATH_MAX + 64];
+    char path[sizeof(dir) + sizeof(e->d_name) + 16]; /* never cut: d_name is any entry */
     snprintf(path, sizeof(path), "%s/%s/region.cache", dir, e->d_name);
     read_region(path, c);
   }
