@@ -21,7 +21,13 @@ pair (two HTTP requests, one connection each, and Python's JSON on the
 client side included), and the mean time the scheduler itself spent in the
 two verbs (its /metrics vgpu_scheduler_request_duration_seconds_sum).
 
+With --callgrind the scheduler runs under valgrind's callgrind, counting
+instructions only inside the two verbs and only after the warm-up request;
+the line then also gives instructions per pair (stable from run to run, where
+the milliseconds are not) and the profile is left in --callgrind-out.
+
 Usage: bench/extender_latency.py [--build DIR] [--samples N] [--modes a,b]
+                                 [--callgrind] [--callgrind-out FILE]
 """
 import argparse
 import csv
@@ -123,10 +129,22 @@ def one(port, args_body, nodes_by_name):
     return dt, len(passed)
 
 
-def run_mode(mode, build, kubeconfig, rows, nodes, samples):
+def callgrind_total(path):
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    sys.exit("no totals in " + path)
+
+
+def run_mode(mode, build, kubeconfig, rows, nodes, samples, cg_out=None):
     ttl = "0" if mode == "names-cold" else "600000"
-    sched, port = start([os.path.join(build, "bin", "vgpu-scheduler"), "--listen", "127.0.0.1:0",
-                         "--kubeconfig", kubeconfig, "--cache-ttl-ms", ttl])
+    wrap = []
+    if cg_out:
+        wrap = ["valgrind", "--tool=callgrind", "--toggle-collect=do_filter",
+                "--toggle-collect=do_prioritize", "--callgrind-out-file=" + cg_out]
+    sched, port = start(wrap + [os.path.join(build, "bin", "vgpu-scheduler"), "--listen",
+                                "127.0.0.1:0", "--kubeconfig", kubeconfig, "--cache-ttl-ms", ttl])
     try:
         if mode == "nodes":
             body = json.dumps({"Pod": pod(), "Nodes": {"metadata": {}, "items": nodes},
@@ -135,17 +153,24 @@ def run_mode(mode, build, kubeconfig, rows, nodes, samples):
             body = json.dumps({"Pod": pod(), "Nodes": None,
                                "NodeNames": [r["sn"] for r in rows]}).encode()
         first, fit = one(port, body, None)  # warms the cache in names-warm
+        if cg_out:  # forget the warm-up's instructions
+            subprocess.run(["callgrind_control", "-z", str(sched.pid)], check=True,
+                           stdout=subprocess.DEVNULL)
         before = server_seconds(port)
         times = [one(port, body, None)[0] for _ in range(samples)]
         server_ms = (server_seconds(port) - before) * 1e3 / samples
     finally:
         sched.terminate()
         sched.wait()
+    ir = ""
+    if cg_out:
+        ir = " instructions/pair=%.2fM" % (callgrind_total(cg_out) / samples / 1e6)
     times.sort()
     p90 = times[min(len(times) - 1, int(round(0.9 * (len(times) - 1))))]
     print("%-10s nodes=%d fit=%d first=%.1f ms median=%.2f ms p90=%.2f ms (n=%d) "
-          "server-side mean=%.2f ms"
-          % (mode, len(rows), fit, first, statistics.median(times), p90, len(times), server_ms),
+          "server-side mean=%.2f ms%s"
+          % (mode, len(rows), fit, first, statistics.median(times), p90, len(times), server_ms,
+             ir),
           flush=True)
 
 
@@ -154,7 +179,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--modes", default="names-warm,nodes,names-cold")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="count the verbs' instructions under valgrind (slow)")
+    ap.add_argument("--callgrind-out", default="callgrind.out.extender")
     args = ap.parse_args()
+    cg_out = os.path.abspath(args.callgrind_out) if args.callgrind else None
     rows = list(csv.DictReader(open(CSV)))
     api, api_port = start(["/usr/bin/python3", os.path.join(ROOT, "tests", "k8s",
                                                             "fake_apiserver.py"),
@@ -178,7 +207,7 @@ def main():
             print("vgpu-scheduler filter+prioritize, one pod, %s" % os.uname().nodename)
             for mode in args.modes.split(","):
                 samples = min(args.samples, 5) if mode == "names-cold" else args.samples
-                run_mode(mode, args.build, kc, rows, nodes, samples)
+                run_mode(mode, args.build, kc, rows, nodes, samples, cg_out)
     finally:
         api.terminate()
         api.wait()

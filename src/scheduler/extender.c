@@ -27,10 +27,12 @@ static char *json_error(const char *msg) {
   return s;
 }
 
-static char *json_take(json_object *o) {
-  char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-  json_object_put(o);
-  return s;
+/* The text written into o, or an error (status 500) when memory ran out. */
+static char *answer(struct ext_out *o, int *status) {
+  char *text = ext_out_take(o);
+  if (text) return text;
+  *status = 500;
+  return json_error("out of memory writing the answer");
 }
 
 /* Go's encoding/json matches keys case-insensitively; unknown keys are an
@@ -120,15 +122,34 @@ static void free_candidates(struct candidates *cs) {
   free(cs->objs);
 }
 
-/* Filter and prioritize share this: which candidates fit, their views. */
+/* Filter and prioritize share this: which candidates fit and, for
+ * prioritize, each fitting node and the pod in the placement core's terms. */
 struct evaluated {
   bool *fits;
   char (*why)[256];
-  struct node_view *views;
+  struct vg_node *core; /* prioritize only */
+  struct vg_pod *pod;   /* prioritize only */
 };
 
-static int evaluate(struct vg_ext *x, const char *body, json_object **root, struct pod_req *req,
-                    struct candidates *cs, struct evaluated *ev, char *why, size_t len) {
+struct eval_one {
+  const struct pod_req *req;
+  bool *fits;
+  char *why;
+  size_t len;
+  struct vg_node *core; /* NULL: filter */
+  struct vg_pod *pod;
+};
+
+static void eval_view(void *ctx, const struct node_view *v) {
+  struct eval_one *o = ctx;
+  ext_picks picks;
+  *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
+  if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
+}
+
+static int evaluate(struct vg_ext *x, const char *body, bool score, json_object **root,
+                    struct pod_req *req, struct candidates *cs, struct evaluated *ev, char *why,
+                    size_t len) {
   json_object *pod = NULL;
   memset(ev, 0, sizeof(*ev));
   memset(cs, 0, sizeof(*cs));
@@ -140,26 +161,31 @@ static int evaluate(struct vg_ext *x, const char *body, json_object **root, stru
   }
   if (parse_args(*root, &pod, cs, why, len) != 0) return -1;
   if (ext_parse_pod(pod, req, why, len) != 0) return -1;
-  ev->fits = calloc((size_t)cs->n + 1, sizeof(bool));
-  ev->why = calloc((size_t)cs->n + 1, sizeof(*ev->why));
-  /* Not zeroed: ext_node_view fills each one before it is read, and zeroing
-   * 10 kB per candidate was a tenth of a warm filter's time. */
-  ev->views = malloc(((size_t)cs->n + 1) * sizeof(*ev->views));
-  if (!ev->fits || !ev->why || !ev->views) {
+  size_t n = (size_t)cs->n + 1;
+  ev->fits = calloc(n, sizeof(bool));
+  ev->why = malloc(n * sizeof(*ev->why)); /* each set before it is read */
+  if (score) {
+    ev->core = malloc(n * sizeof(*ev->core));
+    ev->pod = malloc(n * sizeof(*ev->pod));
+  }
+  if (!ev->fits || !ev->why || (score && (!ev->core || !ev->pod))) {
     snprintf(why, len, "out of memory");
     return -1;
   }
   for (int i = 0; i < cs->n; i++) {
+    ev->why[i][0] = '\0';
     if (req->n == 0) {
       ev->fits[i] = true; /* no GPU asked: nothing for us to check */
       continue;
     }
-    struct node_view after;
-    ext_picks picks;
-    if (ext_node_view(x, cs->names[i], cs->objs[i], false, &ev->views[i], ev->why[i],
-                      sizeof(ev->why[i])) != 0)
-      continue;
-    ev->fits[i] = ext_pod_fits(req, &ev->views[i], &after, picks, ev->why[i], sizeof(ev->why[i]));
+    struct eval_one o = {req,
+                         &ev->fits[i],
+                         ev->why[i],
+                         sizeof(ev->why[i]),
+                         score ? &ev->core[i] : NULL,
+                         score ? &ev->pod[i] : NULL};
+    ext_with_view(x, cs->names[i], cs->objs[i], false, eval_view, &o, ev->why[i],
+                  sizeof(ev->why[i]));
   }
   return 0;
 }
@@ -167,7 +193,8 @@ static int evaluate(struct vg_ext *x, const char *body, json_object **root, stru
 static void free_evaluated(struct evaluated *ev) {
   free(ev->fits);
   free(ev->why);
-  free(ev->views);
+  free(ev->core);
+  free(ev->pod);
 }
 
 static int do_filter(struct vg_ext *x, const char *body, char **out) {
@@ -177,38 +204,37 @@ static int do_filter(struct vg_ext *x, const char *body, char **out) {
   struct evaluated ev;
   char why[512];
   int status = 200;
-  if (evaluate(x, body, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
+  if (evaluate(x, body, false, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
     *out = json_error(why);
     status = 400;
     goto done;
-  }
-  json_object *res = json_object_new_object(), *failed = json_object_new_object();
-  json_object *names = cs.cache_capable ? json_object_new_array() : NULL;
-  json_object *nodes = NULL, *items = NULL;
-  if (!cs.cache_capable) {
-    nodes = json_object_new_object();
-    items = json_object_new_array();
-    json_object_object_add(nodes, "metadata", json_object_new_object());
-    json_object_object_add(nodes, "items", items);
   }
   pthread_mutex_lock(&x->lock);
   for (int i = 0; i < cs.n; i++)
     if (!ev.fits[i]) x->m.node_failures[ext_reason_class(ev.why[i])]++;
   pthread_mutex_unlock(&x->lock);
-  for (int i = 0; i < cs.n; i++) {
-    if (!ev.fits[i]) {
-      json_object_object_add(failed, cs.names[i], json_object_new_string(ev.why[i]));
-      continue;
-    }
-    if (names) json_object_array_add(names, json_object_new_string(cs.names[i]));
-    if (items) json_object_array_add(items, json_object_get(cs.objs[i]));
+  struct ext_out o = {0};
+  ext_out_lit(&o, cs.cache_capable ? "{\"Nodes\":null,\"NodeNames\":["
+                                   : "{\"Nodes\":{\"metadata\":{},\"items\":[");
+  for (int i = 0, k = 0; i < cs.n; i++) {
+    if (!ev.fits[i]) continue;
+    if (k++) ext_out_lit(&o, ",");
+    if (cs.cache_capable)
+      ext_out_str(&o, cs.names[i]);
+    else
+      ext_out_lit(&o, json_object_to_json_string_ext(cs.objs[i], JSON_C_TO_STRING_PLAIN));
   }
-  json_object_object_add(res, "Nodes", nodes);
-  json_object_object_add(res, "NodeNames", names);
-  json_object_object_add(res, "FailedNodes", failed);
-  json_object_object_add(res, "FailedAndUnresolvableNodes", json_object_new_object());
-  json_object_object_add(res, "Error", json_object_new_string(""));
-  *out = json_take(res);
+  ext_out_lit(&o,
+              cs.cache_capable ? "],\"FailedNodes\":{" : "]},\"NodeNames\":null,\"FailedNodes\":{");
+  for (int i = 0, k = 0; i < cs.n; i++) {
+    if (ev.fits[i]) continue;
+    if (k++) ext_out_lit(&o, ",");
+    ext_out_str(&o, cs.names[i]);
+    ext_out_lit(&o, ":");
+    ext_out_str(&o, ev.why[i]);
+  }
+  ext_out_lit(&o, "},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
+  *out = answer(&o, &status);
 done:
   free_evaluated(&ev);
   free_candidates(&cs);
@@ -226,7 +252,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   double *score = NULL;
   struct vg_cluster cl;
   vg_cluster_init(&cl);
-  if (evaluate(x, body, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
+  if (evaluate(x, body, true, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
     *out = json_error(why);
     status = 400;
     goto done;
@@ -239,13 +265,13 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   for (int i = 0; core && i < cs.n; i++) {
     idx[i] = -1;
     if (!ev.fits[i]) continue;
-    struct vg_node n;
-    struct vg_pod p;
-    ext_to_core(&ev.views[i], &req, &n, &p);
-    snprintf(n.name, sizeof(n.name), "%.*s", VG_SCHED_NAME_MAX - 1, cs.names[i]);
-    idx[i] = vg_cluster_add_node(&cl, &n, &err);
+    struct vg_node *n = &ev.core[i];
+    size_t nlen = strnlen(cs.names[i], VG_SCHED_NAME_MAX - 1);
+    memcpy(n->name, cs.names[i], nlen); /* the name only labels the node here */
+    n->name[nlen] = '\0';
+    idx[i] = vg_cluster_add_node(&cl, n, &err);
     /* add_node starts the node empty: what its GPUs hold comes after. */
-    if (idx[i] >= 0) memcpy(cl.nodes[idx[i]].gpu_free, n.gpu_free, sizeof(n.gpu_free));
+    if (idx[i] >= 0) memcpy(cl.nodes[idx[i]].gpu_free, n->gpu_free, sizeof(n->gpu_free));
   }
   const struct vg_policy *pol = req.node_policy ? req.node_policy : x->policy;
   if (core && vg_sched_init(&s, &cl, pol, &x->workload, &err) != 0) core = false;
@@ -253,27 +279,27 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   for (int i = 0; i < cs.n; i++) {
     score[i] = NAN;
     if (!core || !ev.fits[i] || idx[i] < 0) continue;
-    struct vg_pod p;
-    struct vg_node tmp;
-    ext_to_core(&ev.views[i], &req, &tmp, &p);
-    if (!vg_fit(&cl.nodes[idx[i]], &p)) continue;
+    if (!vg_fit(&cl.nodes[idx[i]], &ev.pod[i])) continue;
     struct vg_pick pick = {0};
-    score[i] = pol->score(&s, idx[i], &p, &pick);
+    score[i] = pol->score(&s, idx[i], &ev.pod[i], &pick);
     if (score[i] < lo) lo = score[i];
     if (score[i] > hi) hi = score[i];
   }
-  json_object *list = json_object_new_array();
+  struct ext_out o = {0};
+  ext_out_lit(&o, "[");
   for (int i = 0; i < cs.n; i++) {
     int sc = 0;
     if (!isnan(score[i]))
       sc = hi > lo ? (int)lround(VG_EXT_MAX_PRIORITY * (score[i] - lo) / (hi - lo))
                    : VG_EXT_MAX_PRIORITY;
-    json_object *h = json_object_new_object();
-    json_object_object_add(h, "Host", json_object_new_string(cs.names[i]));
-    json_object_object_add(h, "Score", json_object_new_int(sc));
-    json_object_array_add(list, h);
+    ext_out_lit(&o, i ? ",{\"Host\":" : "{\"Host\":");
+    ext_out_str(&o, cs.names[i]);
+    ext_out_lit(&o, ",\"Score\":");
+    ext_out_int(&o, sc);
+    ext_out_lit(&o, "}");
   }
-  *out = json_take(list);
+  ext_out_lit(&o, "]");
+  *out = answer(&o, &status);
   if (core) vg_sched_free(&s);
   free(idx);
 done:
@@ -332,10 +358,10 @@ static int do_bind(struct vg_ext *x, const char *body, char **out) {
   if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
   /* Already bound: no placement; the API server's 409 says so. */
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
-    struct node_view v, after;
+    struct node_view v;
     ext_picks picks;
     if (ext_node_view(x, node, NULL, true, &v, why, sizeof(why)) != 0) goto done;
-    if (!ext_pod_fits(&req, &v, &after, picks, why, sizeof(why))) goto done;
+    if (!ext_pod_fits(&req, &v, picks, why, sizeof(why))) goto done;
     json_object *a = ext_assignment(node, &req, &v, picks, &err);
     if (a == NULL) {
       snprintf(why, sizeof(why), "%s", err.msg);

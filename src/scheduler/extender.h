@@ -21,7 +21,7 @@
 struct vg_ext;
 
 /* client: the API client (borrowed; must outlive the extender). policy: a
- * placement policy name (vg_policy_find), NULL = "fgd". cache_ttl_ms: how long
+ * placement policy name (vg_policy_find), NULL = "vgpu". cache_ttl_ms: how long
  * a node's inventory and its pods' assignments are reused by filter and
  * prioritize (bind always reads them fresh). */
 struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,

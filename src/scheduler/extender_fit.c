@@ -96,42 +96,48 @@ static bool mode_clash(const struct ctr_req *c, const struct gpu_view *g) {
   return g->cce_mode != (c->cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM);
 }
 
-static bool gpu_fits(const struct pod_req *q, const struct ctr_req *c, const struct gpu_view *g) {
+/* The resource container c takes on GPU g, or NULL when c does not fit g. */
+static const struct res_view *gpu_fits(const struct pod_req *q, const struct ctr_req *c,
+                                       const struct gpu_view *g) {
   const struct res_view *r = res_for(c, g);
-  if (!r || !g->healthy || !selected(q, g) || g->exclusive) return false;
-  if (r->ids_used + need_ids(c) > r->count) return false;
-  if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return false;
-  if (need_mem(c, g, r) > mem_cap(g, r) - g->mem_used) return false; /* no overflow */
-  if (g->cores_used + c->cores > cores_cap(r)) return false;
-  if (c->cores >= 100 && g->slices > 0) return false;
-  return true;
+  if (!r || !g->healthy || !selected(q, g) || g->exclusive) return NULL;
+  if (r->ids_used + need_ids(c) > r->count) return NULL;
+  if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return NULL;
+  if (need_mem(c, g, r) > mem_cap(g, r) - g->mem_used) return NULL; /* no overflow */
+  if (g->cores_used + c->cores > cores_cap(r)) return NULL;
+  if (c->cores >= 100 && g->slices > 0) return NULL;
+  return r;
 }
 
 static void gpu_take(const struct ctr_req *c, struct gpu_view *g) {
   ext_gpu_hold(g, c->resource, need_mem(c, g, res_for(c, g)), c->cores);
 }
 
-/* Is a better than b for the GPU policy? binpack: less left; spread: more. */
-static bool better(enum ext_gpu_policy pol, const struct ctr_req *c, const struct gpu_view *a,
-                   const struct gpu_view *b) {
-  const struct res_view *ra = res_for(c, a), *rb = res_for(c, b);
+/* Is GPU a (resource ra) better than b (rb) for the GPU policy? binpack:
+ * less left; spread: more. */
+static bool better(enum ext_gpu_policy pol, const struct gpu_view *a, const struct res_view *ra,
+                   const struct gpu_view *b, const struct res_view *rb) {
   int ac = cores_cap(ra) - a->cores_used, bc = cores_cap(rb) - b->cores_used;
   int64_t am = mem_cap(a, ra) - a->mem_used, bm = mem_cap(b, rb) - b->mem_used;
   if (pol == EXT_GPU_SPREAD) return ac > bc || (ac == bc && am > bm);
   return ac < bc || (ac == bc && am < bm);
 }
 
+/* Chooses c->count distinct GPUs of v for container c into out. Each GPU's
+ * fit is worked out once: this runs for every candidate node of a request. */
 static bool pick_ctr(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
                      int *out) {
-  bool used[VG_SCHED_MAX_GPUS] = {false};
+  const struct res_view *fit[VG_SCHED_MAX_GPUS];
+  int nfit = 0;
+  for (int j = 0; j < v->n; j++) nfit += (fit[j] = gpu_fits(q, c, &v->g[j])) != NULL;
+  if (nfit < c->count) return false;
   for (int k = 0; k < c->count; k++) {
     int best = -1;
     for (int j = 0; j < v->n; j++) {
-      if (used[j] || !gpu_fits(q, c, &v->g[j])) continue;
-      if (best < 0 || better(q->gpu_policy, c, &v->g[j], &v->g[best])) best = j;
+      if (!fit[j]) continue;
+      if (best < 0 || better(q->gpu_policy, &v->g[j], fit[j], &v->g[best], fit[best])) best = j;
     }
-    if (best < 0) return false;
-    used[best] = true;
+    fit[best] = NULL; /* distinct GPUs */
     out[k] = best;
   }
   return true;
@@ -169,8 +175,9 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
     t->advertised++;
     if (!g->healthy || !selected(q, g)) continue;
     t->eligible++;
-    t->fit += gpu_fits(q, c, g);
-    t->clash += mode_clash(c, g) && !gpu_fits(q, c, g);
+    bool fits = gpu_fits(q, c, g) != NULL;
+    t->fit += fits;
+    t->clash += mode_clash(c, g) && !fits;
     int64_t need = need_mem(c, g, r), cap = mem_cap(g, r);
     if (need > t->need_max) t->need_max = need;
     if (cap > t->cap_max) t->cap_max = cap;
@@ -210,17 +217,29 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
                      : "");
 }
 
-bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct node_view *after,
-                  ext_picks picks, char *why, size_t len) {
-  ext_view_copy(after, v0);
+/* Places every container of r in turn on work (changed). */
+static bool place_all(const struct pod_req *r, struct node_view *work, ext_picks picks, char *why,
+                      size_t len) {
   for (int i = 0; i < r->n; i++) {
-    if (!pick_ctr(r, &r->c[i], after, picks[i])) {
-      explain(r, &r->c[i], after, why, len);
+    if (!pick_ctr(r, &r->c[i], work, picks[i])) {
+      explain(r, &r->c[i], work, why, len);
       return false;
     }
-    for (int k = 0; k < r->c[i].count; k++) gpu_take(&r->c[i], &after->g[picks[i][k]]);
+    for (int k = 0; k < r->c[i].count; k++) gpu_take(&r->c[i], &work->g[picks[i][k]]);
   }
   return true;
+}
+
+bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
+                  size_t len) {
+  if (r->n == 1) { /* the common case: one container's GPUs are distinct, no copy needed */
+    if (pick_ctr(r, &r->c[0], v, picks[0])) return true;
+    explain(r, &r->c[0], v, why, len);
+    return false;
+  }
+  struct node_view work; /* a later container sees what the earlier ones took */
+  ext_view_copy(&work, v);
+  return place_all(r, &work, picks, why, len);
 }
 
 /* ---- the assignment bind writes ---- */
@@ -266,8 +285,9 @@ static int free_milli(const struct gpu_view *g) {
   return milli < 0 ? 0 : milli;
 }
 
-void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
-                 struct vg_pod *p) {
+/* The node (v) and one container (c) in the core's terms. */
+static void core_of(const struct node_view *v, const struct ctr_req *c, struct vg_node *n,
+                    struct vg_pod *p) {
   memset(n, 0, sizeof(*n));
   memset(p, 0, sizeof(*p));
   n->cpu_cap = n->cpu_free = 1;
@@ -275,13 +295,36 @@ void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_n
   const struct gpu_view *first = NULL;
   for (int j = 0; j < v->n; j++) {
     n->gpu_free[n->ngpu++] = free_milli(&v->g[j]);
-    if (!first && r->n && res_for(&r->c[0], &v->g[j]) && v->g[j].mem > 0) first = &v->g[j];
+    if (!first && c && res_for(c, &v->g[j]) && v->g[j].mem > 0) first = &v->g[j];
   }
-  if (r->n == 0) return;
-  const struct ctr_req *c = &r->c[0];
+  if (!c) return;
   double fc = c->cores / 100.0;
   double fm = first ? (double)need_mem(c, first, res_for(c, first)) / (double)first->mem : 1.0;
   int milli = (int)ceil(VG_MILLI * (fc > fm ? fc : fm));
   p->num_gpu = c->count;
   p->gpu_milli = milli < 1 ? 1 : milli > VG_MILLI ? VG_MILLI : milli;
+}
+
+void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
+                 struct vg_pod *p) {
+  if (r->n <= 1) {
+    core_of(v, r->n ? &r->c[0] : NULL, n, p);
+    return;
+  }
+  /* Several GPU containers: the core places one request per pod, so the pod
+   * is scored as its largest container on the node after the others took
+   * their GPUs (ext_pod_fits found that they fit). */
+  int main = 0;
+  for (int i = 1; i < r->n; i++)
+    if (r->c[i].count > r->c[main].count) main = i;
+  struct pod_req rest = *r;
+  rest.n = 0;
+  for (int i = 0; i < r->n; i++)
+    if (i != main) rest.c[rest.n++] = r->c[i];
+  struct node_view work;
+  ext_picks picks;
+  char why[8];
+  ext_view_copy(&work, v);
+  if (!place_all(&rest, &work, picks, why, sizeof(why))) ext_view_copy(&work, v);
+  core_of(&work, &r->c[main], n, p);
 }

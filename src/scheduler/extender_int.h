@@ -11,6 +11,7 @@
  *   extender_fit.c      GPU-level fit for every dialect, the GPU choice
  *                       (binpack/spread), reasons for misfits, the assignment
  *                       a bind writes, and the node in the placement core's terms
+ *   extender_out.c      the filter and prioritize answers, written as text
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
  * See docs/scheduler.md.
  */
@@ -138,6 +139,14 @@ struct node_entry *ext_entry(struct vg_ext *x, const char *name);
  * API (cached for ttl unless fresh). Returns 0, or -1 with why. */
 int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
                   struct node_view *v, char *why, size_t len);
+/* As ext_node_view, but instead of copying the view out, calls use(ctx, v)
+ * with it (only when 0 is returned). A cached view is lent under the cache
+ * lock: use must be quick and must not call back into the extender. Filter
+ * and prioritize read every candidate this way; copying ~4 kB per node per
+ * request was a tenth of their time. */
+typedef void (*ext_view_fn)(void *ctx, const struct node_view *v);
+int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+                  ext_view_fn use, void *ctx, char *why, size_t len);
 void ext_invalidate(struct vg_ext *x, const char *name);
 /* Copies a view: the header and its n GPUs only (most nodes have far fewer
  * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */
@@ -153,16 +162,34 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
 /* picks[i][k]: view index of container i's k-th GPU. */
 typedef int ext_picks[EXT_MAX_CTRS][VG_SCHED_MAX_GPUS];
 
-/* Places every container in turn on a copy of v0 (after); false with why
- * when one does not fit. */
-bool ext_pod_fits(const struct pod_req *r, const struct node_view *v0, struct node_view *after,
-                  ext_picks picks, char *why, size_t len);
+/* Places every container in turn (each sees what the earlier ones took; v
+ * itself is not changed); false with why when one does not fit. */
+bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
+                  size_t len);
 /* The vgpu.io/assigned object for a placement ext_pod_fits found on v. */
 json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
                             ext_picks picks, struct vg_err *err);
-/* The node and pod in the placement core's terms (for scoring). */
+/* The node and pod in the placement core's terms (for scoring). A pod with
+ * several GPU containers is scored as its largest one, on the node after the
+ * others are placed. */
 void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
                  struct vg_pod *p);
+
+/* ---- answers (extender_out.c) ---- */
+
+/* A growing buffer the answers are written into; {0} is empty. Running out
+ * of memory is sticky: ext_out_take then returns NULL. */
+struct ext_out {
+  char *buf;
+  size_t len, cap;
+  bool oom;
+};
+void ext_out_raw(struct ext_out *o, const char *s, size_t n);
+void ext_out_lit(struct ext_out *o, const char *s);
+void ext_out_str(struct ext_out *o, const char *s); /* a JSON string, quoted and escaped */
+void ext_out_int(struct ext_out *o, long long v);
+/* The text (caller frees), or NULL after running out of memory; o is reset. */
+char *ext_out_take(struct ext_out *o);
 
 /* ---- small JSON helpers (extender_request.c) ---- */
 json_object *ext_get(json_object *o, const char *key);

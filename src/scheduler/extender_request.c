@@ -316,6 +316,33 @@ static int parse_annotations(json_object *pod, struct pod_req *r, char *why, siz
   return parse_policies(ann, r, why, len);
 }
 
+/* The kubelet hands an init container's devices on to the app containers,
+ * so a pod's GPUs would be max(init, sum of app) containers' - but the
+ * assignment names app containers only, and the device plugin would place an
+ * init container's GPUs where the scheduler did not account them. Refused
+ * by name instead of silently ignored. */
+static int refuse_gpu_init_containers(json_object *pod, char *why, size_t len) {
+  json_object *init = ext_get(ext_get(pod, "spec"), "initContainers");
+  if (!init || json_object_is_type(init, json_type_null)) return 0;
+  if (!json_object_is_type(init, json_type_array)) {
+    snprintf(why, len, "Pod.spec.initContainers is not an array");
+    return -1;
+  }
+  for (size_t i = 0; i < json_object_array_length(init); i++) {
+    struct ctr_req c;
+    int k = parse_ctr(json_object_array_get_idx(init, i), &c, why, len);
+    if (k < 0) return -1;
+    if (k > 0) {
+      snprintf(why, len,
+               "init container %s asks for %s: GPUs are placed for app containers only "
+               "(docs/scheduler.md)",
+               c.name, c.resource);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len) {
   memset(r, 0, sizeof(*r));
   if (!pod || !json_object_is_type(pod, json_type_object)) {
@@ -339,5 +366,6 @@ int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len) {
     }
     r->c[r->n++] = c;
   }
+  if (refuse_gpu_init_containers(pod, why, len) != 0) return -1;
   return parse_annotations(pod, r, why, len);
 }

@@ -226,20 +226,21 @@ static const char *inventory_text(json_object *node) {
 
 /* The cached view when fresh; with a Node from the request (inv: its
  * inventory text, maybe NULL) only if it was built from the same inventory,
- * so that a full NodeList does not cost a pod list per node per request. */
+ * so that a full NodeList does not cost a pod list per node per request.
+ * On a hit, use (when the view is usable) runs under the lock. */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
-                   bool from_request, const char *inv, struct node_view *v, char *why, size_t len,
-                   int *rc) {
+                   bool from_request, const char *inv, ext_view_fn use, void *ctx, char *why,
+                   size_t len, int *rc) {
   pthread_mutex_lock(&x->lock);
   bool hit = e->at.tv_sec && elapsed_ms(&e->at, now) < (double)x->ttl_ms;
   if (from_request) hit = hit && inv && e->inventory && strcmp(e->inventory, inv) == 0;
   if (hit) {
-    ext_view_copy(v, &e->view);
     *rc = e->rc;
     if (e->rc != 0) /* a fitting node's why is empty: no formatting per node and request */
       snprintf(why, len, "%s", e->why);
     else if (len > 0)
       why[0] = '\0';
+    if (e->rc == 0) use(ctx, &e->view);
   }
   pthread_mutex_unlock(&x->lock);
   return hit;
@@ -258,8 +259,8 @@ static void store(struct vg_ext *x, struct node_entry *e, const struct timespec 
   pthread_mutex_unlock(&x->lock);
 }
 
-int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
-                  struct node_view *v, char *why, size_t len) {
+int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+                  ext_view_fn use, void *ctx, char *why, size_t len) {
   struct node_entry *e = ext_entry(x, name);
   if (!e) {
     snprintf(why, len, "out of memory");
@@ -268,25 +269,36 @@ int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   int rc;
-  if (!fresh && cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), v, why, len, &rc))
+  if (!fresh &&
+      cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), use, ctx, why, len, &rc))
     return rc;
   json_object *fetched = NULL;
-  v->n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  struct node_view v;
+  v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
   if (!node_obj) {
     struct vg_err err = {{0}};
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
     if (k != 0) {
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      store(x, e, &now, -1, NULL, v, why);
+      store(x, e, &now, -1, NULL, &v, why);
       return -1;
     }
     node_obj = fetched;
   }
-  rc = view_from_node(node_obj, v, why, len);
-  if (rc == 0) rc = subtract_pods(x, name, v, why, len);
-  store(x, e, &now, rc, inventory_text(node_obj), v, why);
+  rc = view_from_node(node_obj, &v, why, len);
+  if (rc == 0) rc = subtract_pods(x, name, &v, why, len);
+  store(x, e, &now, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
+  if (rc == 0) use(ctx, &v);
   return rc;
+}
+
+static void copy_out(void *ctx, const struct node_view *v) { ext_view_copy(ctx, v); }
+
+int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+                  struct node_view *v, char *why, size_t len) {
+  v->n = 0;
+  return ext_with_view(x, name, node_obj, fresh, copy_out, v, why, len);
 }
 
 void ext_invalidate(struct vg_ext *x, const char *name) {

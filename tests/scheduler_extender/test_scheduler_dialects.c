@@ -137,6 +137,9 @@ static int setup(void **state) {
   ext_add_node("nl-busy", 1, 16, A100, "[" VGPU16 "]", 0);
   add_holder("nl-busy-holder", "nl-busy", "nvidia.com/vgpu", "GPU-nl-busy-0", 8 * EXT_GIB, 50);
   ext_add_node("nl-idle", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("mc-small", 2, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("mc-big", 4, 16, A100, "[" VGPU16 "]", 0);
+  add_holder("mc-big-holder", "mc-big", "nvidia.com/vgpu", "GPU-mc-big-0", 8 * EXT_GIB, 50);
   ext_add_node("excl", 1, 16, A100, "[" VGPU16 "]", 0);
   add_holder("excl-holder", "excl", "nvidia.com/vgpu", "GPU-excl-0", EXT_GIB, 10);
   ext_add_node("rr", 1, 16, A100, "[" VGPU16 "]", 0);
@@ -356,6 +359,28 @@ static void test_node_policy(void **s) {
   json_object_put(res);
 }
 
+/* A pod of two GPU containers is scored as a whole: its largest container on
+ * the node after the other took its GPU. Scored as its first container only
+ * (a quarter GPU), binpack would prefer mc-big, whose GPU 0 is half used;
+ * with both, mc-small ends fuller (1250 of 2000 milli vs 1750 of 4000). */
+static void test_score_all_containers(void **s) {
+  (void)s;
+  static const char pod[] =
+      "{\"metadata\":{\"name\":\"mc\",\"namespace\":\"default\",\"uid\":\"uid-mc\","
+      "\"annotations\":{\"vgpu.io/node-scheduler-policy\":\"binpack\"}},\"spec\":{\"containers\":["
+      "{\"name\":\"small\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":\"1\","
+      "\"nvidia.com/gpumem\":\"4096\",\"nvidia.com/gpucores\":\"25\"}}},"
+      "{\"name\":\"big\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":\"2\","
+      "\"nvidia.com/gpumem\":\"8192\",\"nvidia.com/gpucores\":\"50\"}}}]},"
+      "\"status\":{\"phase\":\"Pending\"}}";
+  char *body = ext_args_names(pod, "\"mc-small\",\"mc-big\"");
+  json_object *res = ext_post("/prioritize", body, 200);
+  assert_int_equal(ext_score(res, "mc-small"), 10);
+  assert_int_equal(ext_score(res, "mc-big"), 0);
+  json_object_put(res);
+  free(body);
+}
+
 /* ---- recorded kube-scheduler bodies ---- */
 
 static char *read_request(const char *name) {
@@ -526,6 +551,7 @@ int main(void) {
       cmocka_unit_test(test_selection),
       cmocka_unit_test(test_gpu_policy),
       cmocka_unit_test(test_node_policy),
+      cmocka_unit_test(test_score_all_containers),
       cmocka_unit_test(test_recorded_requests),
       cmocka_unit_test(test_restart_recovery),
       cmocka_unit_test(test_concurrent_no_double_booking),

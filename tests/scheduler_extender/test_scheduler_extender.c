@@ -128,6 +128,29 @@ static void test_filter_node_names(void **s) {
   free(pod);
 }
 
+/* The answers are written as text (extender_out.c): a name needing every kind
+ * of JSON escape comes back intact in FailedNodes and in prioritize's Host. */
+static void test_answer_escaping(void **s) {
+  (void)s;
+  static const char odd[] = "odd\"q\\b\n\x01\x1f\xc3\xa9";
+  char *pod = pod_json("p", 1, 4096, 0, NULL, NULL);
+  char *body = ext_args_names(pod, "\"odd\\\"q\\\\b\\n\\u0001\\u001f\xc3\xa9\",\"node-a\"");
+  json_object *res = ext_post("/filter", body, 200);
+  json_object *failed = NULL, *reason = NULL;
+  assert_true(json_object_object_get_ex(res, "FailedNodes", &failed));
+  assert_true(json_object_object_get_ex(failed, odd, &reason));
+  assert_true(ext_has_name(res, "node-a"));
+  json_object_put(res);
+  res = ext_post("/prioritize", body, 200);
+  assert_int_equal(json_object_array_length(res), 2);
+  json_object *h = json_object_array_get_idx(res, 0);
+  assert_string_equal(json_object_get_string(json_object_object_get(h, "Host")), odd);
+  assert_int_equal(ext_score(res, odd), 0); /* it did not fit */
+  json_object_put(res);
+  free(body);
+  free(pod);
+}
+
 static void test_filter_node_list(void **s) {
   (void)s;
   /* Full NodeList mode: the inventory comes from the objects in the request. */
@@ -284,6 +307,9 @@ static void test_bad_requests(void **s) {
       "{\"nvidia.com/vgpu-typo\":\"1\"}}}]}},\"NodeNames\":[]}",
       "{\"Pod\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":[]}}]}},"
       "\"NodeNames\":[]}",
+      "{\"Pod\":{\"spec\":{\"initContainers\":[{\"name\":\"warm\",\"resources\":{\"limits\":"
+      "{\"aliyun.com/gpu-mem\":\"2\"}}}],\"containers\":[{\"name\":\"c\"}]}},\"NodeNames\":[]}",
+      "{\"Pod\":{\"spec\":{\"initContainers\":{},\"containers\":[]}},\"NodeNames\":[]}",
   };
   const char *verbs[] = {"/filter", "/prioritize"};
   for (size_t v = 0; v < 2; v++)
@@ -297,9 +323,23 @@ static void test_bad_requests(void **s) {
         fail_msg("%s: no JSON error: %s", bad[i], out);
       if (i == 5) ext_expect_contains(out, "unknown field \\\"Surprise\\\"");
       if (i == 16) ext_expect_contains(out, "nvidia.com\\/vgpu-typo is not supported");
+      if (i == 18)
+        ext_expect_contains(out,
+                            "init container warm asks for aliyun.com\\/gpu-mem: GPUs are "
+                            "placed for app containers only");
+      if (i == 19) ext_expect_contains(out, "initContainers is not an array");
       json_object_put(o);
       free(out);
     }
+  /* An init container without GPUs is no reason to refuse the pod. */
+  static const char cpu_init[] =
+      "{\"Pod\":{\"spec\":{\"initContainers\":[{\"name\":\"warm\",\"resources\":{\"limits\":"
+      "{\"cpu\":\"1\"}}}],\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/vgpu\":\"1\"}}}]}},\"NodeNames\":[\"node-f\"]}";
+  char *ok = NULL;
+  assert_int_equal(ext_call("/filter", cpu_init, strlen(cpu_init), &ok), 200);
+  ext_expect_contains(ok, "\"NodeNames\":[\"node-f\"]");
+  free(ok);
   static const char *const bad_bind[] = {"{", "{\"PodName\":\"x\"}",
                                          "{\"PodName\":1,"
                                          "\"PodNamespace\":\"d\","
@@ -391,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_healthz_metrics),
       cmocka_unit_test(test_filter_node_names),
       cmocka_unit_test(test_filter_node_list),
+      cmocka_unit_test(test_answer_escaping),
       cmocka_unit_test(test_prioritize),
       cmocka_unit_test(test_bind),
       cmocka_unit_test(test_concurrent_bind_last_gpu),
