@@ -1,5 +1,6 @@
 /* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
 #include "binder.h"
+#include "device_id.h"
 
 #include "slot.h"
 
@@ -209,9 +210,9 @@ static int gpus_of_ids(struct vg_binder *b, const struct vg_pod_devices *d, cons
                        struct gpu_limit gl[VG_MAX_DEVICES]) {
   size_t ng = 0;
   for (size_t i = 0; i < d->n_ids; i++) {
-    const char *sep = strstr(d->ids[i], "::");
-    size_t len = sep != NULL ? (size_t)(sep - d->ids[i]) : strlen(d->ids[i]);
-    if (len == 0 || len >= sizeof(gl[0].uuid)) {
+    size_t len;
+    uint64_t n;
+    if (!vg_device_id_parse(d->ids[i], &len, &n) || len >= sizeof(gl[0].uuid)) {
       leave_pending(b, key, "bad-id", "device ID \"%s\" names no GPU", d->ids[i]);
       return -1;
     }

@@ -1,5 +1,6 @@
 /* plugin.c -- see plugin.h. */
 #include "plugin.h"
+#include "device_id.h"
 #include "slot.h"
 
 #include <errno.h>
@@ -147,17 +148,12 @@ static uint64_t ids_for(const struct vg_plugin *p, const struct vg_resource *r,
  * -1 if none. */
 static int gpu_of(const struct vg_resource *r, const struct vg_gpu *gpus, unsigned ngpus,
                   const char *id) {
-  const struct vg_plugin *p = r->plugin;
-  const char *sep = strstr(id, "::");
-  if (sep == NULL) return -1;
-  char *end;
-  errno = 0;
-  unsigned long long n = strtoull(sep + 2, &end, 10);
-  if (sep[2] < '0' || sep[2] > '9' || *end != '\0' || errno != 0) return -1;
-  size_t ulen = (size_t)(sep - id);
+  size_t ulen;
+  uint64_t n;
+  if (!vg_device_id_parse(id, &ulen, &n)) return -1;
   for (unsigned i = 0; i < ngpus; i++)
     if (strlen(gpus[i].uuid) == ulen && strncmp(gpus[i].uuid, id, ulen) == 0) {
-      uint64_t base = 0, count = ids_for(p, r, &gpus[i], &base);
+      uint64_t base = 0, count = ids_for(r->plugin, r, &gpus[i], &base);
       return n >= base && n - base < count ? (int)i : -1;
     }
   return -1;
@@ -201,8 +197,8 @@ static ProtobufCMessage *list_snapshot(void *ctx, struct vg_arena *a) {
     for (uint64_t s = 0; s < per[g]; s++) {
       V1beta1__Device *d = vg_arena_alloc(a, sizeof(*d));
       v1beta1__device__init(d);
-      char id[160];
-      snprintf(id, sizeof(id), "%s::%llu", gpu->uuid, (unsigned long long)(base[g] + s));
+      char id[160]; /* a 96-byte UUID and 20 digits always fit */
+      vg_device_id_format(id, sizeof(id), gpu->uuid, base[g] + s);
       d->id = vg_arena_strdup(a, id);
       d->health = gpu->healthy ? "Healthy" : "Unhealthy";
       d->topology = t;

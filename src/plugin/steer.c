@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "device_id.h"
 #include "k8s.h"
 #include "plugin.h"
 #include "podresources.h"
@@ -80,20 +81,15 @@ static void held_state(const struct held_list *l, const char *ns, const char *po
 
 /* ---- the request's IDs per GPU ---- */
 
-static bool on_gpu(const char *id, const char *uuid) {
-  size_t n = strlen(uuid);
-  return strncmp(id, uuid, n) == 0 && strncmp(id + n, "::", 2) == 0;
-}
-
 static size_t count_on(const char *const *ids, size_t n, const char *uuid) {
   size_t c = 0;
-  for (size_t i = 0; i < n; i++) c += on_gpu(ids[i], uuid);
+  for (size_t i = 0; i < n; i++) c += vg_device_id_on(ids[i], uuid);
   return c;
 }
 
 static bool assigned_gpu(const struct vg_assign_ctr *c, const char *id) {
   for (int k = 0; k < c->ngpus; k++)
-    if (on_gpu(id, c->gpu[k].uuid)) return true;
+    if (vg_device_id_on(id, c->gpu[k].uuid)) return true;
   return false;
 }
 
@@ -129,7 +125,7 @@ static size_t answer(const struct vg_steer_request *rq, const struct vg_assign_c
     if (!rq->one_gpu && count_on(out, n, c->gpu[k].uuid) > 0) continue;
     for (size_t i = 0; i < rq->n_available && n < rq->size; i++) {
       const char *id = rq->available[i];
-      if (!on_gpu(id, c->gpu[k].uuid) || contains(out, n, id)) continue;
+      if (!vg_device_id_on(id, c->gpu[k].uuid) || contains(out, n, id)) continue;
       out[n++] = id;
       if (!rq->one_gpu) break;
     }
