@@ -96,14 +96,32 @@ static bool mode_clash(const struct ctr_req *c, const struct gpu_view *g) {
   return g->cce_mode != (c->cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM);
 }
 
-/* The resource container c takes on GPU g, or NULL when c does not fit g. */
+/* Is there room on g for the CUDA contexts of its slices once c joins them?
+ * A context costs memory no limit counts (docs/memory.md), so a GPU shared
+ * by n slices keeps n x contextReserve free beyond their limits; a slice
+ * alone on its GPU may take it all (its context hurts only itself). Only
+ * where limits are in bytes the user chose (vgpu, cce): gpushare's units
+ * divide the whole GPU by design (seed 002 packs 2 x 3803 MiB into 7606),
+ * and timeSlicing's equal share has the reserve built into its unit. */
+static bool contexts_fit(const struct gpu_view *g, const struct res_view *r, int64_t need,
+                         int64_t reserve) {
+  if (reserve == 0 || g->slices == 0 || (r->dialect != EXT_VGPU && r->dialect != EXT_CCE))
+    return true;
+  int64_t free_bytes = mem_cap(g, r) - g->mem_used - need; /* >= 0: checked first */
+  return (int64_t)(g->slices + 1) <= free_bytes / reserve;
+}
+
+/* The resource container c takes on GPU g, or NULL when c does not fit g
+ * (reserve: the node's contextReserve). */
 static const struct res_view *gpu_fits(const struct pod_req *q, const struct ctr_req *c,
-                                       const struct gpu_view *g) {
+                                       const struct gpu_view *g, int64_t reserve) {
   const struct res_view *r = res_for(c, g);
   if (!r || !g->healthy || !selected(q, g) || g->exclusive) return NULL;
   if (r->ids_used + need_ids(c) > r->count) return NULL;
   if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return NULL;
-  if (need_mem(c, g, r) > mem_cap(g, r) - g->mem_used) return NULL; /* no overflow */
+  int64_t need = need_mem(c, g, r);
+  if (need > mem_cap(g, r) - g->mem_used) return NULL; /* no overflow */
+  if (!contexts_fit(g, r, need, reserve)) return NULL;
   if (g->cores_used + c->cores > cores_cap(r)) return NULL;
   if (c->cores >= 100 && g->slices > 0) return NULL;
   return r;
@@ -129,7 +147,7 @@ static bool pick_ctr(const struct pod_req *q, const struct ctr_req *c, const str
                      int *out) {
   const struct res_view *fit[VG_SCHED_MAX_GPUS];
   int nfit = 0;
-  for (int j = 0; j < v->n; j++) nfit += (fit[j] = gpu_fits(q, c, &v->g[j])) != NULL;
+  for (int j = 0; j < v->n; j++) nfit += (fit[j] = gpu_fits(q, c, &v->g[j], v->reserve)) != NULL;
   if (nfit < c->count) return false;
   for (int k = 0; k < c->count; k++) {
     int best = -1;
@@ -159,7 +177,7 @@ static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
 }
 
 struct tally {
-  int advertised, other_dialect, eligible, fit, clash;
+  int advertised, other_dialect, eligible, fit, clash, reserve_short;
   int64_t need_max, cap_max; /* bytes, among eligible GPUs */
 };
 
@@ -175,9 +193,10 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
     t->advertised++;
     if (!g->healthy || !selected(q, g)) continue;
     t->eligible++;
-    bool fits = gpu_fits(q, c, g) != NULL;
+    bool fits = gpu_fits(q, c, g, v->reserve) != NULL;
     t->fit += fits;
     t->clash += mode_clash(c, g) && !fits;
+    t->reserve_short += !fits && gpu_fits(q, c, g, 0) != NULL;
     int64_t need = need_mem(c, g, r), cap = mem_cap(g, r);
     if (need > t->need_max) t->need_max = need;
     if (cap > t->cap_max) t->cap_max = cap;
@@ -207,6 +226,13 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
   else if (t.need_max > t.cap_max)
     snprintf(why, len, "container %s asks for %lld MiB per GPU, the largest GPU here has %lld MiB",
              c->name, (long long)(t.need_max / EXT_MIB), (long long)(t.cap_max / EXT_MIB));
+  else if (t.reserve_short > 0)
+    snprintf(why, len,
+             "container %s needs %d GPUs each with %s, %d%% cores and a slot of %s free; %d "
+             "have, %d more would without keeping contextReserve (%lld MiB) free per slice "
+             "for CUDA contexts",
+             c->name, c->count, need, c->cores, c->resource, t.fit, t.reserve_short,
+             (long long)(v->reserve / EXT_MIB));
   else
     snprintf(why, len,
              "container %s needs %d GPUs each with %s, %d%% cores and a slot of %s free; %d "

@@ -104,6 +104,7 @@ struct gpu_view {
 
 struct node_view {
   int n;
+  int64_t reserve; /* bytes: the inventory's contextReserve, kept free per slice (fit) */
   struct gpu_view g[VG_SCHED_MAX_GPUS];
 };
 

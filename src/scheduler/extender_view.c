@@ -76,6 +76,7 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
 
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
   v->n = 0;
+  v->reserve = 0;
   json_object *inv = json_tokener_parse(text);
   json_object *gpus = ext_get(inv, "gpus");
   int rc = -1;
@@ -86,6 +87,11 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
     snprintf(why, len, "annotation %s: unknown version or no gpus", VG_ANN_INVENTORY);
   } else {
     rc = 0;
+    v->reserve = get_i64(inv, "contextReserve", 0);
+    if (v->reserve < 0 || v->reserve > MAX_BYTES) {
+      snprintf(why, len, "annotation %s: contextReserve out of range", VG_ANN_INVENTORY);
+      rc = -1;
+    }
     size_t n = json_object_array_length(gpus);
     for (size_t i = 0; rc == 0 && i < n && v->n < VG_SCHED_MAX_GPUS; i++) {
       json_object *g = json_object_array_get_idx(gpus, i);
@@ -194,6 +200,7 @@ static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
 
 void ext_view_copy(struct node_view *dst, const struct node_view *src) {
   dst->n = src->n;
+  dst->reserve = src->reserve;
   memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
 }
 

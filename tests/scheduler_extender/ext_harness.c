@@ -101,12 +101,14 @@ static json_object *gpu_json(const char *node, int g, int mem_gib, const char *t
   return o;
 }
 
+long long ext_context_reserve = 0;
+
 char *ext_node_json(const char *name, int ngpu, int mem_gib, const char *type,
                     const char *resources, unsigned unhealthy) {
   json_object *inv = json_object_new_object(), *gpus = json_object_new_array();
   json_object_object_add(inv, "version", json_object_new_int(1));
   json_object_object_add(inv, "node", json_object_new_string(name));
-  json_object_object_add(inv, "contextReserve", json_object_new_int(0));
+  json_object_object_add(inv, "contextReserve", json_object_new_int64(ext_context_reserve));
   json_object_object_add(inv, "gpus", gpus);
   for (int g = 0; g < ngpu; g++)
     json_object_array_add(gpus, gpu_json(name, g, mem_gib, type, resources, unhealthy >> g & 1));

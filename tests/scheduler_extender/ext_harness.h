@@ -36,6 +36,8 @@ json_object *ext_post(const char *path, const char *body, long want);
 /* POSTs an object to the fake API server's /_test/ endpoints. */
 void ext_admin(const char *path, const char *body);
 
+/* The contextReserve (bytes) the next Nodes' inventories carry; 0 by default. */
+extern long long ext_context_reserve;
 /* A Node whose ngpu GPUs (UUID GPU-<name>-<i>) of mem_gib GiB and model
  * `type` each advertise `resources` (a JSON array's text); GPUs in the
  * unhealthy bit mask are Unhealthy; ngpu 0: no inventory annotation. */

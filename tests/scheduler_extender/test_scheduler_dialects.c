@@ -33,9 +33,10 @@
 #define TS4 "[{\"name\":\"nvidia.com/gpu\",\"dialect\":\"timeSlicing\",\"count\":4,\"unit\":0}]"
 #define TS_SHARED2 \
   "[{\"name\":\"nvidia.com/gpu.shared\",\"dialect\":\"timeSlicing\",\"count\":2,\"unit\":0}]"
-#define CCE(max)                                                                        \
-  "[{\"name\":\"volcano.sh/gpu-mem.128Mi\",\"dialect\":\"cce\",\"count\":128,\"unit\":" \
-  "134217728,\"maxVgpus\":" #max "}]"
+#define CCE_ENTRY(max)                                                                 \
+  "{\"name\":\"volcano.sh/gpu-mem.128Mi\",\"dialect\":\"cce\",\"count\":128,\"unit\":" \
+  "134217728,\"maxVgpus\":" #max "}"
+#define CCE(max) "[" CCE_ENTRY(max) "]"
 #define CCE_RES "volcano.sh/gpu-mem.128Mi"
 
 /* A vgpu.io/assigned value: one container "main" holding one GPU. */
@@ -137,6 +138,11 @@ static int setup(void **state) {
   ext_add_node("nl-busy", 1, 16, A100, "[" VGPU16 "]", 0);
   add_holder("nl-busy-holder", "nl-busy", "nvidia.com/vgpu", "GPU-nl-busy-0", 8 * EXT_GIB, 50);
   ext_add_node("nl-idle", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_context_reserve = 512 * 1048576LL; /* 512 MiB per slice for CUDA contexts */
+  ext_add_node("ctx", 1, 16, A100, "[" VGPU16 "," CCE_ENTRY(20) "," GS_GIB "]", 0);
+  add_holder("ctx-holder", "ctx", "nvidia.com/vgpu", "GPU-ctx-0", 8 * EXT_GIB, 0);
+  ext_add_node("ctx-alone", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_context_reserve = 0;
   ext_add_node("mc-small", 2, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("mc-big", 4, 16, A100, "[" VGPU16 "]", 0);
   add_holder("mc-big-holder", "mc-big", "nvidia.com/vgpu", "GPU-mc-big-0", 8 * EXT_GIB, 50);
@@ -381,6 +387,52 @@ static void test_score_all_containers(void **s) {
   free(body);
 }
 
+/* contextReserve: GPU-ctx-0 (16 GiB) holds one 8 GiB vgpu slice, so with 512
+ * MiB kept free per slice a second slice may take 7 GiB (8 + 7 + 2 x 0.5 =
+ * 16), not 7.5; CCE counts the same; gpushare's units do not (Aliyun divides
+ * the whole GPU). Alone on its GPU a slice may take all of it (ctx-alone). */
+static void test_context_reserve(void **s) {
+  (void)s;
+  const char *vgpu75 = "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"7680\"";
+  char *pod = ext_pod_json("ctx-probe", vgpu75, NULL, NULL, NULL);
+  char *body = ext_args_names(pod, "\"ctx\"");
+  json_object *res = ext_post("/filter", body, 200);
+  ext_expect_contains(ext_failed_reason(res, "ctx"),
+                      "1 more would without keeping contextReserve (512 MiB) free per slice");
+  json_object_put(res);
+  free(body);
+  free(pod);
+  pod = ext_pod_json("ctx-whole", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"16384\"", NULL,
+                     NULL, NULL);
+  body = ext_args_names(pod, "\"ctx-alone\"");
+  res = ext_post("/filter", body, 200);
+  assert_true(ext_has_name(res, "ctx-alone"));
+  json_object_put(res);
+  free(body);
+  free(pod);
+  /* 60 CCE units = 7680 MiB: refused the same way; 56 = 7168 MiB fits. */
+  pod = ext_pod_json("ctx-cce", "\"" CCE_RES "\":\"60\"", NULL, NULL, NULL);
+  body = ext_args_names(pod, "\"ctx\"");
+  res = ext_post("/filter", body, 200);
+  ext_expect_contains(ext_failed_reason(res, "ctx"), "contextReserve (512 MiB)");
+  json_object_put(res);
+  free(body);
+  free(pod);
+  expect_bound("ctx-vgpu7", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"7168\"", NULL,
+               "ctx");
+  /* Full now for vgpu and CCE (8 + 7 + 3 x 0.5 > 16 for any third slice)... */
+  pod = ext_pod_json("ctx-more", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1\"", NULL,
+                     NULL, NULL);
+  body = ext_args_names(pod, "\"ctx\"");
+  res = ext_post("/filter", body, 200);
+  assert_false(ext_has_name(res, "ctx"));
+  json_object_put(res);
+  free(body);
+  free(pod);
+  /* ...but gpushare's 1 GiB unit still fits the last GiB. */
+  expect_bound("ctx-gs", "\"aliyun.com/gpu-mem\":\"1\"", NULL, "ctx");
+}
+
 /* ---- recorded kube-scheduler bodies ---- */
 
 static char *read_request(const char *name) {
@@ -552,6 +604,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_policy),
       cmocka_unit_test(test_node_policy),
       cmocka_unit_test(test_score_all_containers),
+      cmocka_unit_test(test_context_reserve),
       cmocka_unit_test(test_recorded_requests),
       cmocka_unit_test(test_restart_recovery),
       cmocka_unit_test(test_concurrent_no_double_booking),
