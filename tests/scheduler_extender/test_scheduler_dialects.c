@@ -387,48 +387,47 @@ static void test_score_all_containers(void **s) {
   free(body);
 }
 
+/* Filters a new pod asking for limits on node alone; the reason it was
+ * refused there ("" when it fits). */
+static char *filter_reason(const char *pod_name, const char *limits, const char *node) {
+  char *pod = ext_pod_json(pod_name, limits, NULL, NULL, NULL);
+  char names[128];
+  snprintf(names, sizeof(names), "\"%s\"", node);
+  char *body = ext_args_names(pod, names);
+  json_object *res = ext_post("/filter", body, 200);
+  const char *why = ext_failed_reason(res, node);
+  char *out = strdup(ext_has_name(res, node) ? "" : why ? why : "(no reason)");
+  json_object_put(res);
+  free(body);
+  free(pod);
+  return out;
+}
+
+static void expect_filter(const char *pod_name, const char *limits, const char *node,
+                          const char *reason_part) {
+  char *why = filter_reason(pod_name, limits, node);
+  if (reason_part[0] == '\0' && why[0] != '\0') fail_msg("%s on %s: %s", pod_name, node, why);
+  if (reason_part[0] != '\0') ext_expect_contains(why, reason_part);
+  free(why);
+}
+
+#define VGPU_MIB(n) "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"" #n "\""
+
 /* contextReserve: GPU-ctx-0 (16 GiB) holds one 8 GiB vgpu slice, so with 512
  * MiB kept free per slice a second slice may take 7 GiB (8 + 7 + 2 x 0.5 =
  * 16), not 7.5; CCE counts the same; gpushare's units do not (Aliyun divides
  * the whole GPU). Alone on its GPU a slice may take all of it (ctx-alone). */
 static void test_context_reserve(void **s) {
   (void)s;
-  const char *vgpu75 = "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"7680\"";
-  char *pod = ext_pod_json("ctx-probe", vgpu75, NULL, NULL, NULL);
-  char *body = ext_args_names(pod, "\"ctx\"");
-  json_object *res = ext_post("/filter", body, 200);
-  ext_expect_contains(ext_failed_reason(res, "ctx"),
-                      "1 more would without keeping contextReserve (512 MiB) free per slice");
-  json_object_put(res);
-  free(body);
-  free(pod);
-  pod = ext_pod_json("ctx-whole", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"16384\"", NULL,
-                     NULL, NULL);
-  body = ext_args_names(pod, "\"ctx-alone\"");
-  res = ext_post("/filter", body, 200);
-  assert_true(ext_has_name(res, "ctx-alone"));
-  json_object_put(res);
-  free(body);
-  free(pod);
+  expect_filter("ctx-probe", VGPU_MIB(7680), "ctx",
+                "1 more would without keeping contextReserve (512 MiB) free per slice");
+  expect_filter("ctx-whole", VGPU_MIB(16384), "ctx-alone", "");
   /* 60 CCE units = 7680 MiB: refused the same way; 56 = 7168 MiB fits. */
-  pod = ext_pod_json("ctx-cce", "\"" CCE_RES "\":\"60\"", NULL, NULL, NULL);
-  body = ext_args_names(pod, "\"ctx\"");
-  res = ext_post("/filter", body, 200);
-  ext_expect_contains(ext_failed_reason(res, "ctx"), "contextReserve (512 MiB)");
-  json_object_put(res);
-  free(body);
-  free(pod);
-  expect_bound("ctx-vgpu7", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"7168\"", NULL,
-               "ctx");
-  /* Full now for vgpu and CCE (8 + 7 + 3 x 0.5 > 16 for any third slice)... */
-  pod = ext_pod_json("ctx-more", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1\"", NULL,
-                     NULL, NULL);
-  body = ext_args_names(pod, "\"ctx\"");
-  res = ext_post("/filter", body, 200);
-  assert_false(ext_has_name(res, "ctx"));
-  json_object_put(res);
-  free(body);
-  free(pod);
+  expect_filter("ctx-cce", "\"" CCE_RES "\":\"60\"", "ctx", "contextReserve (512 MiB)");
+  expect_filter("ctx-cce56", "\"" CCE_RES "\":\"56\"", "ctx", "");
+  expect_bound("ctx-vgpu7", VGPU_MIB(7168), NULL, "ctx");
+  /* Full now for vgpu (8 + 7 + 3 x 0.5 > 16 for any third slice)... */
+  expect_filter("ctx-more", VGPU_MIB(1), "ctx", "contextReserve");
   /* ...but gpushare's 1 GiB unit still fits the last GiB. */
   expect_bound("ctx-gs", "\"aliyun.com/gpu-mem\":\"1\"", NULL, "ctx");
 }
