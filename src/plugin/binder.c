@@ -1,6 +1,7 @@
 /* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
 #include "binder.h"
 #include "device_id.h"
+#include "once.h"
 
 #include "slot.h"
 
@@ -25,7 +26,6 @@
 #define BINDER_INTERVAL_MS 2000 /* the safety net */
 #define BINDER_FAST_MS 25       /* first retry after a wake; doubles up to the interval */
 #define BINDER_LIST_TIMEOUT_MS 5000
-#define BINDER_LOGGED_MAX 1024
 #define BINDER_GPUS_MAX 64
 
 struct binder_gpu {
@@ -49,8 +49,7 @@ struct vg_binder {
   struct vg_binder_stats stats;
 
   /* Binder thread only (or the vg_binder_run_once caller). */
-  char *logged[BINDER_LOGGED_MAX]; /* "what|ns/pod/container/resource" said once */
-  size_t nlogged;
+  struct vg_once logged; /* "what|ns/pod/container/resource" said once */
   char last_logged_error[VG_ERR_MAX];
   uint64_t pass_unbindable;
   uint64_t pass_bound;
@@ -71,15 +70,7 @@ static void blog(const char *fmt, ...) {
 static bool first_time(struct vg_binder *b, const char *what, const char *key) {
   char k[1400];
   snprintf(k, sizeof(k), "%s|%s", what, key);
-  for (size_t i = 0; i < b->nlogged; i++)
-    if (strcmp(b->logged[i], k) == 0) return false;
-  if (b->nlogged == BINDER_LOGGED_MAX) {
-    for (size_t i = 0; i < b->nlogged; i++) free(b->logged[i]);
-    b->nlogged = 0;
-  }
-  char *copy = strdup(k);
-  if (copy != NULL) b->logged[b->nlogged++] = copy;
-  return true;
+  return vg_once_first(&b->logged, k);
 }
 
 static void set_error(struct vg_binder *b, const char *msg) {
@@ -579,7 +570,7 @@ void vg_binder_stop(struct vg_binder *b) {
   pthread_cond_broadcast(&b->cond);
   pthread_mutex_unlock(&b->lock);
   if (started) pthread_join(b->thread, NULL);
-  for (size_t i = 0; i < b->nlogged; i++) free(b->logged[i]);
+  vg_once_free(&b->logged);
   pthread_cond_destroy(&b->cond);
   pthread_mutex_destroy(&b->lock);
   free(b);

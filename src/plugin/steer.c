@@ -10,12 +10,12 @@
 
 #include "assignment.h"
 #include "device_id.h"
+#include "once.h"
 #include "k8s.h"
 #include "plugin.h"
 #include "podresources.h"
 
 #define STEER_LIST_TIMEOUT_MS 3000
-#define STEER_LOGGED_MAX 256
 
 struct vg_steer {
   struct vg_k8s_client *k8s;
@@ -24,8 +24,7 @@ struct vg_steer {
   bool debug;
   pthread_mutex_t lock; /* stats, logged */
   struct vg_steer_stats stats;
-  char *logged[STEER_LOGGED_MAX]; /* malformed assignments said once */
-  size_t nlogged;
+  struct vg_once logged;       /* malformed assignments said once */
   char last_error[VG_ERR_MAX]; /* said once until the sources answer again */
 };
 
@@ -174,9 +173,7 @@ static void note_malformed(struct vg_steer *s, const char *ns, const char *pod, 
   snprintf(key, sizeof(key), "%s/%s", ns, pod);
   pthread_mutex_lock(&s->lock);
   s->stats.malformed++;
-  bool first = true;
-  for (size_t i = 0; i < s->nlogged && first; i++) first = strcmp(s->logged[i], key) != 0;
-  if (first && s->nlogged < STEER_LOGGED_MAX) s->logged[s->nlogged++] = strdup(key);
+  bool first = vg_once_first(&s->logged, key);
   pthread_mutex_unlock(&s->lock);
   if (first)
     vg_plog("steer: pod %s: %s; its GPUs cannot be steered (the binder refuses it)", key, why);
@@ -321,7 +318,7 @@ void vg_steer_get_stats(struct vg_steer *s, struct vg_steer_stats *st) {
 
 void vg_steer_free(struct vg_steer *s) {
   if (s == NULL) return;
-  for (size_t i = 0; i < s->nlogged; i++) free(s->logged[i]);
+  vg_once_free(&s->logged);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
