@@ -1,6 +1,7 @@
 /* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
 #include "binder.h"
 #include "device_id.h"
+#include "log.h"
 #include "once.h"
 
 #include "slot.h"
@@ -63,7 +64,7 @@ static void blog(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof(line), fmt, ap);
   va_end(ap);
-  fprintf(stderr, "vgpu-device-plugin: binder: %s\n", line);
+  vg_info("binder: %s", line);
 }
 
 /* True the first time (what, key) is seen: say it once, not every pass. */

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+
 /* ---- arena ---- */
 
 struct arena_block {
@@ -172,8 +174,7 @@ static void arm(struct vg_rpc_server *s, struct request_slot *slot) {
   if (e != GRPC_CALL_OK) {
     grpc_metadata_array_destroy(&slot->md);
     if (!s->shutting_down)
-      fprintf(stderr, "vgpu-device-plugin: cannot wait for %s calls (error %d)\n",
-              s->methods[slot->method].path, (int)e);
+      vg_error("cannot wait for %s calls (error %d)", s->methods[slot->method].path, (int)e);
   }
 }
 
@@ -199,7 +200,7 @@ static void finish_unary(struct vg_rpc_server *s, grpc_call *call, grpc_status_c
   ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
   ops[n++].data.recv_close_on_server.cancelled = &u->cancelled;
   if (grpc_call_start_batch(call, ops, n, &u->tag, NULL) != GRPC_CALL_OK) {
-    fprintf(stderr, "vgpu-device-plugin: cannot answer a call\n");
+    vg_error("cannot answer a call");
     if (resp != NULL) grpc_byte_buffer_destroy(resp);
     grpc_slice_unref(u->details);
     grpc_call_unref(call);
@@ -444,7 +445,7 @@ struct vg_rpc_server *vg_rpc_server_start(const char *socket_path,
   int port = grpc_server_add_http2_port(s->server, target, creds);
   grpc_server_credentials_release(creds);
   if (port == 0) {
-    fprintf(stderr, "vgpu-device-plugin: cannot listen on %s\n", target);
+    vg_error("cannot listen on %s", target);
     grpc_server_destroy(s->server);
     grpc_completion_queue_shutdown(s->cq);
     while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=

@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "agent.h"
 #include "devices.h"
 #include "plugin.h"
@@ -158,6 +159,9 @@ int main(int argc, char **argv) {
     if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
   }
   opts.cfg = &cfg;
+  /* A daemon says what it does (info); --debug adds the debug lines, and
+   * VGPU_LOG_LEVEL still wins over both. */
+  vg_log_set_default(opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
   char default_socket[PATH_MAX];
   if (kubelet_socket == NULL) {
     snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", plugin_dir);

@@ -14,31 +14,24 @@
 #include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
+#include "log.h"
 #include "region.h"
 
 void vg_plog(const char *fmt, ...) {
-  char line[1024];
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  int n = snprintf(line, sizeof(line), "vgpu-device-plugin [%ld.%03ld]: ", (long)ts.tv_sec,
-                   ts.tv_nsec / 1000000);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+  vg_logv(VG_LOG_INFO, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s\n", line);
 }
 
 static void pdebug(const struct vg_plugin *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void pdebug(const struct vg_plugin *p, const char *fmt, ...) {
   if (!p->debug) return;
-  char line[900];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof(line), fmt, ap);
+  vg_logv(VG_LOG_DEBUG, fmt, ap);
   va_end(ap);
-  vg_plog("debug: %s", line);
 }
 
 static void add_resource(struct vg_plugin *p, enum vg_dialect d, const char *name) {

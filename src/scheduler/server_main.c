@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000;
   int c;
-  vg_log_configure();
+  vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
       case 'l':

@@ -51,6 +51,21 @@ static void test_bad_index(void **s) {
   expect_refused("CUDA_DEVICE_MEMORY_LIMIT_x", "1g", "device index");
 }
 
+/* A malformed VGPU_LOG_LEVEL is named once and the default applies: the
+ * limit still holds (logging is no reason to stop the program). */
+static void test_bad_log_level(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "VGPU_LOG_LEVEL", "loud");
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "16m");
+  run_probe(&env, &run, "alloc", "mem", "8m", "4", NULL);
+  if (strstr(run.err, "VGPU_LOG_LEVEL=loud is not error, warn, info, debug or 0-3") == NULL)
+    fail_msg("stderr lacks the VGPU_LOG_LEVEL warning: %s", run.err);
+  assert_int_equal(json_num(run.out, "allocated"), 2); /* 2 x 8 MiB, then the limit */
+  vg_env_cleanup(&env);
+}
+
 static void write_file(const char *path, const char *text, size_t len) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   assert_true(fd >= 0);
@@ -180,6 +195,7 @@ int main(void) {
       cmocka_unit_test(test_overflow),
       cmocka_unit_test(test_sm_range),
       cmocka_unit_test(test_bad_index),
+      cmocka_unit_test(test_bad_log_level),
       cmocka_unit_test(test_foreign_region_file),
       cmocka_unit_test(test_corrupt_same_size),
       cmocka_unit_test(test_full_process_table_fails_closed),
