@@ -1,14 +1,11 @@
 /* metrics_http.c -- see metrics_http.h. */
 #include "metrics_http.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <microhttpd.h>
+#include "httpd.h"
 
 struct vg_metrics_server {
   struct MHD_Daemon *daemon;
@@ -18,20 +15,12 @@ struct vg_metrics_server {
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
                              const char *type) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-  if (r == NULL) {
-    free(body);
-    return MHD_NO;
-  }
-  MHD_add_response_header(r, "Content-Type", type);
-  enum MHD_Result ret = MHD_queue_response(conn, status, r);
-  MHD_destroy_response(r);
-  return ret;
+  return vg_httpd_reply(conn, status, body, len, type);
 }
 
 static enum MHD_Result text(struct MHD_Connection *conn, unsigned status, const char *msg) {
   char *body = strdup(msg);
-  return body != NULL ? reply(conn, status, body, strlen(body), "text/plain") : MHD_NO;
+  return reply(conn, status, body, body != NULL ? strlen(body) : 0, "text/plain");
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -53,39 +42,20 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 struct vg_metrics_server *vg_metrics_server_start(const char *listen,
                                                   const struct vg_metrics_sources *src,
                                                   struct vg_err *err) {
-  char addr[64];
-  const char *colon = strrchr(listen, ':');
-  char *end = NULL;
-  long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
-  if (colon == NULL || (size_t)(colon - listen) >= sizeof(addr) || colon[1] == '\0' ||
-      *end != '\0' || port < 0 || port > 65535) {
-    vg_err_set(err, "--metrics \"%s\": not ADDR:PORT (e.g. 0.0.0.0:9400)", listen);
-    return NULL;
-  }
-  snprintf(addr, sizeof(addr), "%.*s", (int)(colon - listen), listen);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-    vg_err_set(err, "--metrics \"%s\": \"%s\" is not an IPv4 address", listen, addr);
-    return NULL;
-  }
+  struct sockaddr_in sa;
+  if (!vg_httpd_parse_listen("--metrics", listen, &sa, err)) return NULL;
   struct vg_metrics_server *s = calloc(1, sizeof(*s));
   if (s == NULL) {
     vg_err_set(err, "--metrics: out of memory");
     return NULL;
   }
   s->src = src;
-  s->daemon = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-      (uint16_t)port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+  struct vg_httpd_options o = {.handler = handler, .handler_cls = s, .timeout_s = 30};
+  s->daemon = vg_httpd_start(&sa, &o, &s->port, err);
   if (s->daemon == NULL) {
-    vg_err_set(err, "--metrics: cannot listen on %s (in use, or not an address of this host?)",
-               listen);
     free(s);
     return NULL;
   }
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  s->port = info != NULL ? info->port : (int)port;
   return s;
 }
 

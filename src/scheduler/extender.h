@@ -36,9 +36,9 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
 
 /* ---- HTTP server (extender_http.c) ---- */
 struct vg_ext_server;
-/* Listens on addr:port (port 0 = any free one). */
-struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *addr, int port,
-                                          struct vg_err *err);
+/* Listens on listen, "ADDR:PORT" (IPv4; port 0 = any free one); NULL with
+ * err naming what is wrong with the address or why it cannot listen. */
+struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen, struct vg_err *err);
 int vg_ext_server_port(const struct vg_ext_server *s);
 void vg_ext_server_stop(struct vg_ext_server *s);
 

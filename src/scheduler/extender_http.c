@@ -2,12 +2,11 @@
  * extender_http.c -- the extender's HTTP server: libmicrohttpd, one thread
  * per connection, bodies collected up to 64 MiB and handed to vg_ext_handle.
  */
-#include <arpa/inet.h>
-#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "extender.h"
+#include "httpd.h"
 
 #define MAX_BODY (64u * 1024u * 1024u)
 
@@ -25,12 +24,7 @@ struct req_body {
 
 static enum MHD_Result reply(struct MHD_Connection *conn, int status, char *body,
                              const char *type) {
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(r, "Content-Type", type);
-  enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
-  MHD_destroy_response(r);
-  return ret;
+  return vg_httpd_reply(conn, (unsigned)status, body, body ? strlen(body) : 0, type);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -76,31 +70,23 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
-struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *addr, int port,
+struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen,
                                           struct vg_err *err) {
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-    vg_err_set(err, "listen address '%s' is not an IPv4 address", addr);
-    return NULL;
-  }
+  struct sockaddr_in sa;
+  if (!vg_httpd_parse_listen("--listen", listen, &sa, err)) return NULL;
   struct vg_ext_server *s = calloc(1, sizeof(*s));
   if (!s) {
     vg_err_set(err, "out of memory");
     return NULL;
   }
   s->x = x;
-  s->d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-      (uint16_t)port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
-      MHD_OPTION_END);
+  struct vg_httpd_options o = {
+      .handler = handler, .handler_cls = s, .completed = completed, .timeout_s = 60};
+  s->d = vg_httpd_start(&sa, &o, &s->port, err);
   if (!s->d) {
-    vg_err_set(err, "cannot listen on %s:%d (in use, or not an address of this host?)", addr, port);
     free(s);
     return NULL;
   }
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-  s->port = info ? info->port : port;
   return s;
 }
 

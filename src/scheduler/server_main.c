@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "extender.h"
+#include "httpd.h"
 #include "log.h"
 #include "vg_sched.h"
 
@@ -64,17 +65,18 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  char addr[64];
-  const char *colon = listen ? strrchr(listen, ':') : NULL;
-  char *end = NULL;
-  long port = colon ? strtol(colon + 1, &end, 10) : -1;
-  if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof(addr) || *end || port < 0 ||
-      port > 65535 || optind != argc) {
+  struct sockaddr_in sa;
+  struct vg_err lerr = {{0}};
+  if (!listen || optind != argc) {
     fprintf(stderr, "vgpu-scheduler: --listen ADDR:PORT is required (e.g. 127.0.0.1:8888)\n");
     usage(stderr);
     return 2;
   }
-  snprintf(addr, sizeof(addr), "%.*s", (int)(colon - listen), listen);
+  if (!vg_httpd_parse_listen("--listen", listen, &sa, &lerr)) { /* before anything else starts */
+    fprintf(stderr, "vgpu-scheduler: %s\n", lerr.msg);
+    usage(stderr);
+    return 2;
+  }
 
   sigset_t set;
   sigemptyset(&set);
@@ -102,7 +104,7 @@ int main(int argc, char **argv) {
   }
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
-  struct vg_ext_server *srv = x ? vg_ext_server_start(x, addr, (int)port, &err) : NULL;
+  struct vg_ext_server *srv = x ? vg_ext_server_start(x, listen, &err) : NULL;
   if (!srv) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
     vg_ext_free(x);
@@ -111,7 +113,8 @@ int main(int argc, char **argv) {
   }
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
-  vg_info("vgpu-scheduler: listening on %s:%d, policy %s", addr, vg_ext_server_port(srv), policy);
+  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),
+          listen, vg_ext_server_port(srv), policy);
   int sig = 0;
   sigwait(&set, &sig);
   vg_ext_server_stop(srv);
