@@ -2,7 +2,7 @@
  * cli.h -- the vgpu command-line tool: one file per verb.
  *
  *   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD...
- *   vgpu status [--cache PATH] [--json]
+ *   vgpu status [--cache PATH] [--json] [--sim]
  *   vgpu set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]
  *   vgpu smi
  */
@@ -10,6 +10,9 @@
 #define VG_CLI_H
 
 #include <stddef.h>
+
+#include "nvml_abi.h"
+#include "region.h"
 
 int vg_cmd_run(int argc, char **argv);
 int vg_cmd_status(int argc, char **argv);
@@ -22,5 +25,38 @@ int vg_path_library(char *out, size_t len);
 int vg_path_sim_dir(char *out, size_t len);
 /* The region file: --cache, else $CUDA_DEVICE_MEMORY_SHARED_CACHE, else the default. */
 const char *vg_path_region(const char *option);
+
+/* NVML opened at run time, for the utilisation vgpu status shows
+ * (utilisation.c). ready is 0 when it could not be opened; why says so. */
+struct vg_nvml {
+  void *lib;
+  int ready;
+  char why[320];
+  __typeof__(nvmlInit_v2) *init;
+  __typeof__(nvmlShutdown) *shutdown;
+  __typeof__(nvmlErrorString) *error_string;
+  __typeof__(nvmlDeviceGetHandleByUUID) *by_uuid;
+  __typeof__(nvmlDeviceGetUtilizationRates) *rates;
+  __typeof__(nvmlDeviceGetProcessUtilization) *samples;
+  __typeof__(nvmlDeviceGetComputeRunningProcesses_v3) *running;
+};
+
+/* library: a path, or NULL for libnvidia-ml.so.1 from the loader's search. */
+int vg_nvml_open(struct vg_nvml *nv, const char *library);
+void vg_nvml_close(struct vg_nvml *nv);
+
+/* One device of a region as NVML measured it over the last few seconds. */
+struct vg_util {
+  int ok;                        /* 0: unavailable, see why */
+  char why[400];                 /* why it is unavailable */
+  double sm_pct;                 /* SM %, summed over the region's live processes */
+  double others_pct;             /* SM % of the device's other processes */
+  int gpu_pct;                   /* the whole device's utilisation; -1: unknown */
+  double slot_pct[VG_MAX_PROCS]; /* per live slot; -1 for free or dead slots */
+};
+
+/* Fills u for device entry dev of the region in shm. */
+void vg_util_measure(const struct vg_nvml *nv, const struct vg_shm *shm, int dev,
+                     struct vg_util *u);
 
 #endif

@@ -4,8 +4,16 @@
  * Opened read-write when possible so that processes that died are reaped
  * first (their memory returned) and the table shows the truth; read-only
  * otherwise (a monitoring user), in which case dead slots are marked.
+ *
+ * Compute has two figures per device. "SM UTIL" is what NVML measured the
+ * container's live processes using over the last few seconds, limited or
+ * not (utilisation.c), beside the whole GPU's utilisation; "n/a" when NVML
+ * cannot tell, with the reason below the table. "CHARGED" is the GPU time
+ * the limiter charged in the last second, an estimate that only exists
+ * while a limit is set ("-" otherwise).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,69 +32,154 @@ static const char *policy_name(const struct vg_region_device *d) {
   return d->sm_policy == VG_SM_POLICY_SHARE ? "share" : "hard";
 }
 
-static void print_table(const struct vg_shm *shm) {
+/* "12.5%" or "n/a" (the caller says why). */
+static const char *pct_or_na(int ok, double pct, char *buf, size_t len) {
+  if (ok)
+    snprintf(buf, len, "%.1f%%", pct);
+  else
+    snprintf(buf, len, "n/a");
+  return buf;
+}
+
+static void print_reasons(const struct vg_region *r, const struct vg_nvml *nv,
+                          const struct vg_util *u) {
+  if (!nv->ready) {
+    printf("SM utilisation n/a: %s\n", nv->why);
+    return;
+  }
+  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
+    if (!u[d].ok) printf("SM utilisation of device %u n/a: %s\n", d, u[d].why);
+}
+
+static void print_table(const struct vg_shm *shm, const struct vg_nvml *nv,
+                        const struct vg_util *u) {
   const struct vg_region *r = vg_region_of(shm);
   printf("region %s (layout %u.%u, generation %llu)\n", shm->path, r->header.version_major,
          r->header.version_minor, (unsigned long long)r->generation);
   if (vg_region_pending(r))
     printf("limits pending: the node agent has not written this container's limits yet\n");
-  printf("%-4s %-42s %-10s %-10s %-16s %s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT", "SM LIMIT",
-         "SM USED (last 1 s)");
+  printf("%-4s %-42s %-10s %-10s %-16s %-8s %-8s %s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT",
+         "SM LIMIT", "SM UTIL", "GPU UTIL", "CHARGED");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
-    char used[32], limit[32], sm[32];
+    char used[32], limit[32], sm[32], util[16], gpu[16], charged[16];
     vg_format_size(vg_region_mem_used(r, (int)d), used, sizeof(used));
     size_or_unlimited(vg_region_mem_limit(r, (int)d), limit, sizeof(limit));
     if (r->dev[d].sm_limit)
       snprintf(sm, sizeof(sm), "%u%% (%s)", r->dev[d].sm_limit, policy_name(&r->dev[d]));
     else
       snprintf(sm, sizeof(sm), "unlimited");
-    printf("%-4u %-42s %-10s %-10s %-16s %.1f%%\n", d, r->dev[d].uuid, used, limit, sm,
-           vg_region_sm_used_pct(&r->dev[d]));
+    pct_or_na(u[d].ok, u[d].sm_pct, util, sizeof(util));
+    pct_or_na(u[d].gpu_pct >= 0, u[d].gpu_pct, gpu, sizeof(gpu));
+    if (r->dev[d].sm_limit)
+      pct_or_na(1, vg_region_sm_used_pct(&r->dev[d]), charged, sizeof(charged));
+    else
+      snprintf(charged, sizeof(charged), "-"); /* nothing is charged without a limit */
+    printf("%-4u %-42s %-10s %-10s %-16s %-8s %-8s %s\n", d, r->dev[d].uuid, used, limit, sm, util,
+           gpu, charged);
   }
-  printf("%-8s %-4s %-12s %s\n", "PID", "DEV", "MEM USED", "STATE");
+  print_reasons(r, nv, u);
+  printf("%-8s %-4s %-12s %-8s %s\n", "PID", "DEV", "MEM USED", "SM UTIL", "STATE");
   for (int i = 0; i < VG_MAX_PROCS; i++) {
     if (r->proc[i].pid == 0) continue;
     const char *state = vg_shm_slot_alive(shm, (unsigned)i) ? "running" : "exited";
     for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
-      char used[32];
-      printf("%-8d %-4u %-12s %s\n", r->proc[i].pid, d,
-             vg_format_size(r->proc[i].mem_used[d], used, sizeof(used)), state);
+      char used[32], util[16];
+      double pct = u[d].slot_pct[i];
+      printf("%-8d %-4u %-12s %-8s %s\n", r->proc[i].pid, d,
+             vg_format_size(r->proc[i].mem_used[d], used, sizeof(used)),
+             pct_or_na(u[d].ok && pct >= 0, pct, util, sizeof(util)), state);
     }
   }
 }
 
-static void print_json(const struct vg_shm *shm) {
+/* A JSON number, or null when not measured. */
+static void json_pct(const char *key, int ok, double pct) {
+  if (ok)
+    printf(",\"%s\":%.1f", key, pct);
+  else
+    printf(",\"%s\":null", key);
+}
+
+static void json_string(const char *key, const char *v) {
+  printf(",\"%s\":\"", key);
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+/* Fields are only ever added here: scripts read this. */
+static void print_json(const struct vg_shm *shm, const struct vg_util *u) {
   const struct vg_region *r = vg_region_of(shm);
   printf("{\"region\":\"%s\",\"generation\":%llu,\"limits_pending\":%s,\"devices\":[", shm->path,
          (unsigned long long)r->generation, vg_region_pending(r) ? "true" : "false");
-  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
+  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
+    double charged = vg_region_sm_used_pct(&r->dev[d]);
     printf(
         "%s{\"index\":%u,\"uuid\":\"%s\",\"mem_used\":%llu,\"mem_limit\":%llu,"
-        "\"sm_limit\":%u,\"sm_policy\":\"%s\",\"sm_used_pct\":%.1f}",
+        "\"sm_limit\":%u,\"sm_policy\":\"%s\",\"sm_used_pct\":%.1f",
         d ? "," : "", d, r->dev[d].uuid, (unsigned long long)vg_region_mem_used(r, (int)d),
         (unsigned long long)vg_region_mem_limit(r, (int)d), r->dev[d].sm_limit,
-        policy_name(&r->dev[d]), vg_region_sm_used_pct(&r->dev[d]));
+        policy_name(&r->dev[d]), charged);
+    json_pct("sm_charged_pct", r->dev[d].sm_limit != 0, charged);
+    json_pct("sm_util_pct", u[d].ok, u[d].sm_pct);
+    json_pct("sm_util_others_pct", u[d].ok, u[d].others_pct);
+    json_pct("gpu_util_pct", u[d].gpu_pct >= 0, u[d].gpu_pct);
+    if (!u[d].ok) json_string("sm_util_error", u[d].why);
+    printf("}");
+  }
   printf("],\"processes\":[");
   int first = 1;
   for (int i = 0; i < VG_MAX_PROCS; i++) {
     if (r->proc[i].pid == 0) continue;
     unsigned long long total = 0;
     for (int d = 0; d < VG_MAX_DEVICES; d++) total += r->proc[i].mem_used[d];
-    printf("%s{\"pid\":%d,\"mem_used\":%llu,\"alive\":%s}", first ? "" : ",", r->proc[i].pid, total,
-           vg_shm_slot_alive(shm, (unsigned)i) ? "true" : "false");
+    printf("%s{\"pid\":%d,\"mem_used\":%llu,\"alive\":%s,\"devices\":[", first ? "" : ",",
+           r->proc[i].pid, total, vg_shm_slot_alive(shm, (unsigned)i) ? "true" : "false");
+    for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
+      printf("%s{\"index\":%u,\"mem_used\":%llu", d ? "," : "", d,
+             (unsigned long long)r->proc[i].mem_used[d]);
+      json_pct("sm_util_pct", u[d].ok && u[d].slot_pct[i] >= 0, u[d].slot_pct[i]);
+      printf("}");
+    }
+    printf("]}");
     first = 0;
   }
   printf("]}\n");
 }
 
+/* Opens NVML: the simulator's with --sim, else the loader's
+ * libnvidia-ml.so.1. Failure leaves nv->why for the table. */
+static void open_nvml(struct vg_nvml *nv, int sim) {
+  char dir[4096], lib[4200];
+  if (!sim) {
+    vg_nvml_open(nv, NULL);
+    return;
+  }
+  if (vg_path_sim_dir(dir, sizeof(dir)) != 0) {
+    memset(nv, 0, sizeof(*nv));
+    snprintf(nv->why, sizeof(nv->why), "--sim: no simulator found (set VGPU_SIM_DIR)");
+    return;
+  }
+  snprintf(lib, sizeof(lib), "%s/libnvidia-ml.so.1", dir);
+  vg_nvml_open(nv, lib);
+}
+
 int vg_cmd_status(int argc, char **argv) {
   const char *cache = NULL;
-  int json = 0;
+  int json = 0, sim = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--cache") == 0 && i + 1 < argc)
       cache = argv[++i];
     else if (strcmp(argv[i], "--json") == 0)
       json = 1;
+    else if (strcmp(argv[i], "--sim") == 0)
+      sim = 1;
     else {
       fprintf(stderr, "vgpu status: unknown option '%s'\n", argv[i]);
       return 2;
@@ -112,10 +205,23 @@ int vg_cmd_status(int argc, char **argv) {
     fprintf(stderr, "vgpu status: %s\n", err.msg);
     return 1;
   }
+  struct vg_nvml nv;
+  struct vg_util *u = calloc(VG_MAX_DEVICES, sizeof(*u));
+  if (u == NULL) {
+    fprintf(stderr, "vgpu status: out of memory\n");
+    vg_shm_close(&shm);
+    return 1;
+  }
+  open_nvml(&nv, sim);
+  const struct vg_region *r = vg_region_of(&shm);
+  for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
+    vg_util_measure(&nv, &shm, (int)d, &u[d]);
   if (json)
-    print_json(&shm);
+    print_json(&shm, u);
   else
-    print_table(&shm);
+    print_table(&shm, &nv, u);
+  vg_nvml_close(&nv);
+  free(u);
   vg_shm_close(&shm);
   return 0;
 }

@@ -1,4 +1,6 @@
 /* test_cli.c -- vgpu run / status / set / smi as a user types them. */
+#include <stdlib.h>
+
 #include "common.h"
 
 static struct vg_run run;
@@ -86,6 +88,119 @@ static void test_status_and_set(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* The number after "key": in out from start on; -1 if absent or null. */
+static double json_pct_at(const char *out, const char *key) {
+  char pattern[64];
+  snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+  const char *hit = strstr(out, pattern);
+  if (hit == NULL || strncmp(hit + strlen(pattern), "null", 4) == 0) return -1;
+  return atof(hit + strlen(pattern));
+}
+
+/* Starts `vgpu run --sim [--cores PCT] -- vgpu-burn --seconds 4` in env and
+ * returns once its process is in the region and has run for over a second
+ * (NVML's window), so that what status measures is its steady state. */
+static pid_t start_burn(const struct vg_env *env, const char *cores) {
+  char burn[512];
+  snprintf(burn, sizeof(burn), "%s", vg_build_path("bin/vgpu-burn"));
+  char *argv[16];
+  int n = 0;
+  argv[n++] = g_vgpu;
+  argv[n++] = "run";
+  argv[n++] = "--sim";
+  if (cores != NULL) {
+    argv[n++] = "--cores";
+    argv[n++] = (char *)cores;
+  }
+  argv[n++] = "--";
+  argv[n++] = burn;
+  argv[n++] = "--seconds";
+  argv[n++] = "4";
+  argv[n] = NULL;
+  pid_t pid = vg_spawn(env, argv);
+  for (int i = 0; i < 200; i++) {
+    if (vgpu(env, "status", "--json", NULL) == 0 && strstr(run.out, "\"alive\":true") != NULL)
+      break;
+    usleep(25000);
+  }
+  if (strstr(run.out, "\"alive\":true") == NULL) fail_msg("the burn never joined: %s", run.out);
+  usleep(1300000);
+  return pid;
+}
+
+/* Device 0's and the first process's measured SM % from `vgpu status --sim --json`. */
+static double measured(const struct vg_env *env, double *proc) {
+  assert_int_equal(vgpu(env, "status", "--sim", "--json", NULL), 0);
+  const char *procs = strstr(run.out, "\"processes\"");
+  *proc = procs != NULL ? json_pct_at(procs, "sm_util_pct") : -1;
+  return json_pct_at(run.out, "sm_util_pct");
+}
+
+/* Without a limit nothing is charged, yet NVML sees the burn: status shows it. */
+static void test_status_measures_unlimited_burn(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  pid_t burn = start_burn(&env, NULL);
+  double proc, pct = measured(&env, &proc);
+  char json[sizeof(run.out)];
+  snprintf(json, sizeof(json), "%s", run.out);
+  assert_int_equal(vgpu(&env, "status", "--sim", NULL), 0);
+  assert_int_equal(vg_wait(burn), 0);
+  if (pct <= 50 || pct > 101) fail_msg("unlimited burn measured at %.1f%%: %s", pct, json);
+  if (proc <= 50 || proc > 101) fail_msg("its process measured at %.1f%%: %s", proc, json);
+  assert_non_null(strstr(json, "\"sm_charged_pct\":null"));
+  assert_non_null(strstr(run.out, "SM UTIL"));
+  if (strstr(run.out, "n/a") != NULL) fail_msg("status: %s", run.out);
+  vg_env_cleanup(&env);
+}
+
+/* A burn limited to 30 % is measured near 30 %. */
+static void test_status_measures_limited_burn(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  pid_t burn = start_burn(&env, "30");
+  double proc, pct = measured(&env, &proc);
+  char json[sizeof(run.out)];
+  snprintf(json, sizeof(json), "%s", run.out);
+  assert_int_equal(vg_wait(burn), 0);
+  if (pct < 15 || pct > 45) fail_msg("burn at --cores 30 measured at %.1f%%: %s", pct, json);
+  if (proc < 15 || proc > 45) fail_msg("its process measured at %.1f%%: %s", proc, json);
+  vg_env_cleanup(&env);
+}
+
+/* No NVML (none on the library path, or one that fails): limits and memory
+ * are still shown, utilisation is marked unavailable -- never a 0. */
+static void test_status_without_nvml(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  char burn[512];
+  snprintf(burn, sizeof(burn), "%s", vg_build_path("bin/vgpu-burn"));
+  char *argv[] = {g_vgpu, "run", "--sim",   "--memory", "200m",   "--cores", "30",
+                  "--",   burn,  "--alloc", "100m",     "--hold", "3",       NULL};
+  pid_t holder = vg_spawn(&env, argv);
+  wait_used(&env, 100 * MiB);
+  /* env_plain has no LD_LIBRARY_PATH: the loader finds no simulated NVML */
+  assert_int_equal(vgpu(&env, "status", NULL), 0);
+  assert_non_null(strstr(run.out, "100 MiB    200 MiB    30% (hard)       n/a"));
+  if (strstr(run.out, "SM utilisation") == NULL || strstr(run.out, " n/a: ") == NULL)
+    fail_msg("status: %s", run.out);
+  assert_int_equal(vgpu(&env, "status", "--json", NULL), 0);
+  assert_int_equal(json_num(run.out, "mem_limit"), 200 * MiB);
+  assert_non_null(strstr(run.out, "\"sm_util_pct\":null"));
+  assert_non_null(strstr(run.out, "\"sm_util_error\":\""));
+  /* the simulator's NVML, failing to initialise */
+  vg_env_set(&env, "VGPU_SIM_MEMORY", "12zz");
+  assert_int_equal(vgpu(&env, "status", "--sim", NULL), 0);
+  if (strstr(run.out, "SM utilisation n/a: nvmlInit_v2 failed") == NULL)
+    fail_msg("status: %s", run.out);
+  assert_non_null(strstr(run.out, "100 MiB    200 MiB    30% (hard)       n/a"));
+  assert_int_equal(vg_wait(holder), 0);
+  vg_env_cleanup(&env);
+}
+
 static void test_smi_shows_slice(void **s) {
   (void)s;
   struct vg_env env;
@@ -97,9 +212,14 @@ static void test_smi_shows_slice(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_sim_limits),        cmocka_unit_test(test_run_rejects_bad_values),
-      cmocka_unit_test(test_status_missing_region), cmocka_unit_test(test_status_and_set),
+      cmocka_unit_test(test_run_sim_limits),
+      cmocka_unit_test(test_run_rejects_bad_values),
+      cmocka_unit_test(test_status_missing_region),
+      cmocka_unit_test(test_status_and_set),
       cmocka_unit_test(test_smi_shows_slice),
+      cmocka_unit_test(test_status_measures_unlimited_burn),
+      cmocka_unit_test(test_status_measures_limited_burn),
+      cmocka_unit_test(test_status_without_nvml),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
