@@ -11,7 +11,7 @@ static void usage(FILE *to) {
       "commands:\n"
       "  run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...\n"
       "        run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU)\n"
-      "  status [--cache PATH] [--json]\n"
+      "  status [--cache PATH] [--json] [--sim]\n"
       "        limits, usage and processes of a region file\n"
       "  set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]\n"
       "        change the limits of running processes\n"
