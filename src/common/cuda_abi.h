@@ -308,6 +308,8 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
 /* Streams and events. */
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamDestroy_v2(CUstream hStream);
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);

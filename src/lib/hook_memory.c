@@ -15,12 +15,17 @@
 #include "state.h"
 
 /* The common shape: reserve on dev, call, commit or cancel. */
-#define VG_ALLOC_CALL(dev, size, dptr, call)                                       \
+#define VG_ALLOC_CALL(dev, size, dptr, call) VG_ALLOC_CALL_IN(dev, NULL, size, dptr, call)
+
+/* As VG_ALLOC_CALL, the allocation belonging to context owner (NULL: the
+ * current one), whose teardown refunds it. */
+#define VG_ALLOC_CALL_IN(dev, owner, size, dptr, call)                             \
   do {                                                                             \
     if ((dptr) == NULL || (size) == 0) return (call);                              \
     struct vg_charge c;                                                            \
     enum vg_charge_rc cr = vg_charge_begin((dev), vg_charge_bytes(size), &c);      \
     if (vg_charge_error(cr) != CUDA_SUCCESS) return (CUresult)vg_charge_error(cr); \
+    if ((owner) != NULL) c.ctx = (uint64_t)(uintptr_t)(owner);                     \
     CUresult rc = (call);                                                          \
     if (rc != CUDA_SUCCESS) {                                                      \
       vg_charge_cancel(&c);                                                        \
@@ -128,18 +133,53 @@ VG_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return VG_CU(cuMemPoolDestroy, pool);
 }
 
-/* Stream-ordered allocations are charged while live: from the alloc call to
- * the free call. Memory a pool keeps cached after a free is not charged (see
- * docs/memory.md). */
-#define VG_ASYNC_ALLOC(fn, dptr, size, ...) \
-  VG_ENTER();                               \
-  VG_ALLOC_CALL(-1, size, dptr, VG_CU(fn, dptr, size, __VA_ARGS__))
+/* Where a stream-ordered allocation on stream h lands: the device of the
+ * stream's context, which need not be the current one (a program may make
+ * GPU 0 current and allocate on a stream of GPU 1). Sets *owner to that
+ * context and returns its region entry; -1 (owner NULL) for the current
+ * context: the default streams, the current context's own streams, or a
+ * driver that cannot say; -2 when its device cannot be accounted. */
+static int stream_entry(CUstream h, CUcontext *owner) {
+  *owner = NULL;
+  if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return -1;
+  CUcontext sctx = NULL, cur = NULL, popped;
+  if (VG_CU(cuStreamGetCtx, h, &sctx) != CUDA_SUCCESS || sctx == NULL) return -1;
+  if (VG_CU(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && cur == sctx) return -1;
+  CUdevice ordinal;
+  if (VG_CU(cuCtxPushCurrent_v2, sctx) != CUDA_SUCCESS) return -1;
+  CUresult rc = VG_CU(cuCtxGetDevice, &ordinal);
+  VG_CU(cuCtxPopCurrent_v2, &popped);
+  if (rc != CUDA_SUCCESS) return -1;
+  int entry = vg_state_device((int)ordinal);
+  if (entry < 0) {
+    vg_error("CUDA device %d cannot be accounted in region file %s; refusing the allocation",
+             (int)ordinal, vg_state.shm.path);
+    return -2;
+  }
+  *owner = sctx;
+  return entry;
+}
 
-#define VG_POOL_ALLOC(fn, dptr, size, pool, stream)          \
-  VG_ENTER();                                                \
-  int dev = pool_device(pool);                               \
-  if (dev == -1) return VG_CU(fn, dptr, size, pool, stream); \
-  VG_ALLOC_CALL(dev < 0 ? -1 : dev, size, dptr, VG_CU(fn, dptr, size, pool, stream))
+/* Stream-ordered allocations are charged while live, to the stream's device:
+ * from the alloc call to the free call. Memory a pool keeps cached after a
+ * free is not charged (see docs/memory.md). */
+#define VG_ASYNC_ALLOC(fn, dptr, size, stream)                    \
+  VG_ENTER();                                                     \
+  CUcontext owner = NULL;                                         \
+  int dev = vg_state_ready() ? stream_entry(stream, &owner) : -1; \
+  if (dev == -2) return CUDA_ERROR_OUT_OF_MEMORY;                 \
+  VG_ALLOC_CALL_IN(dev, owner, size, dptr, VG_CU(fn, dptr, size, stream))
+
+/* A pool's allocations land on the pool's device; a pool libvgpu did not see
+ * created (-2) on the stream's device, as above. */
+#define VG_POOL_ALLOC(fn, dptr, size, pool, stream)                                \
+  VG_ENTER();                                                                      \
+  CUcontext owner = NULL;                                                          \
+  int dev = pool_device(pool);                                                     \
+  if (dev == -1) return VG_CU(fn, dptr, size, pool, stream);                       \
+  if (dev == -2 && vg_state_ready() && (dev = stream_entry(stream, &owner)) == -2) \
+    return CUDA_ERROR_OUT_OF_MEMORY;                                               \
+  VG_ALLOC_CALL_IN(dev < 0 ? -1 : dev, owner, size, dptr, VG_CU(fn, dptr, size, pool, stream))
 
 #define VG_ASYNC_FREE(fn, dptr, stream) \
   VG_ENTER();                           \

@@ -67,6 +67,9 @@
 #define VG_CUDA_USED(X)         \
   X(cuCtxGetCurrent)            \
   X(cuCtxGetDevice)             \
+  X(cuCtxPopCurrent_v2)         \
+  X(cuCtxPushCurrent_v2)        \
+  X(cuStreamGetCtx)             \
   X(cuDevicePrimaryCtxGetState) \
   X(cuDeviceGetCount)           \
   X(cuDeviceGetUuid)            \

@@ -91,6 +91,7 @@ static const struct proc_entry g_table[] = {
     E("cuMipmappedArrayDestroy", 2000, cuMipmappedArrayDestroy),
     E("cuStreamCreate", 2000, cuStreamCreate),
     E("cuStreamDestroy", 4000, cuStreamDestroy_v2),
+    P("cuStreamGetCtx", 9020, cuStreamGetCtx, cuStreamGetCtx_ptsz),
     P("cuStreamSynchronize", 2000, cuStreamSynchronize, cuStreamSynchronize_ptsz),
     E("cuEventCreate", 2000, cuEventCreate),
     P("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz),

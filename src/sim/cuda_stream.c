@@ -93,6 +93,23 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
+/* The context a stream belongs to (the current one for the default
+ * streams): what libvgpu asks to charge a stream-ordered allocation to the
+ * stream's device. */
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  struct CUstream_st *s;
+  struct CUctx_st *ctx;
+  CUresult rc = cu_stream_resolve(hStream, &s, &ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (pctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx) {
+  return cuStreamGetCtx(hStream, pctx);
+}
+
 CUresult cuStreamDestroy_v2(CUstream hStream) {
   CUresult rc = cu_ready();
   if (rc != CUDA_SUCCESS) return rc;

@@ -27,6 +27,29 @@ static void test_per_device_limits(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* cuMemAllocAsync on a stream of GPU 1 while GPU 0's context is current:
+ * the memory lands on GPU 1, so GPU 1's limit must stop it, and GPU 0's
+ * budget must not be touched (libvgpu once charged the current device). */
+static void test_async_on_other_devices_stream(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_two_gpus(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_0", "100m");
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT_1", "40m");
+  vg_env_set(&env, "PROBE_DEVICE", "0");
+  vg_env_set(&env, "PROBE_STREAM_DEVICE", "1");
+  run_probe(&env, &run, "alloc", "xasync", "10m", "100", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 4);    /* GPU 1's 40 MiB */
+  assert_int_equal(json_num(run.out, "last_rc"), 2);      /* CUDA_ERROR_OUT_OF_MEMORY */
+  assert_int_equal(json_num(run.out, "free"), 100 * MiB); /* GPU 0 (current): untouched */
+  assert_int_equal(json_num(run.out, "free_rc"), 0);
+  /* The same stream on the current device is charged there, as before. */
+  vg_env_set(&env, "PROBE_STREAM_DEVICE", "0");
+  run_probe(&env, &run, "alloc", "xasync", "10m", "100", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 10);
+  vg_env_cleanup(&env);
+}
+
 /* CUDA ordinal 0 is physical GPU 1: the limit and the charge land there,
  * and NVML (which ignores CUDA_VISIBLE_DEVICES) shows it on index 1 only. */
 static void visible_second_gpu(const char *visible) {
@@ -94,9 +117,13 @@ static void test_threads_share_budget(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_per_device_limits),    cmocka_unit_test(test_visible_by_index),
-      cmocka_unit_test(test_visible_by_uuid),      cmocka_unit_test(test_reset_refunds),
-      cmocka_unit_test(test_release_refunds),      cmocka_unit_test(test_destroy_refunds),
+      cmocka_unit_test(test_per_device_limits),
+      cmocka_unit_test(test_async_on_other_devices_stream),
+      cmocka_unit_test(test_visible_by_index),
+      cmocka_unit_test(test_visible_by_uuid),
+      cmocka_unit_test(test_reset_refunds),
+      cmocka_unit_test(test_release_refunds),
+      cmocka_unit_test(test_destroy_refunds),
       cmocka_unit_test(test_threads_share_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,8 +19,10 @@
  *                                 kernel ptsz ex coop graph capture
  * PROBE_DEVICE selects the CUDA device (default 0), PROBE_NVML_INDEX the
  * NVML device meminfo reads (default 0).
- * KIND: mem pitch managed async pool vmm vmmmap array array3d mipmap
- * (vmmmap: create, map, then release the handle at once -- the VMM idiom)
+ * KIND: mem pitch managed async xasync pool vmm vmmmap array array3d mipmap
+ * (vmmmap: create, map, then release the handle at once -- the VMM idiom;
+ * xasync: cuMemAllocAsync on a stream of device PROBE_STREAM_DEVICE while
+ * PROBE_DEVICE's context is current)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -80,6 +82,21 @@ struct object {
 
 static size_t g_vmm_size; /* vmmmap: every mapping has this size */
 
+/* xasync: a stream of device PROBE_STREAM_DEVICE's primary context, while
+ * PROBE_DEVICE's stays current. */
+static CUstream g_foreign;
+
+static CUstream foreign_stream(void) {
+  if (g_foreign != NULL) return g_foreign;
+  CUcontext ctx, popped;
+  CUresult rc = cuDevicePrimaryCtxRetain(&ctx, env_int("PROBE_STREAM_DEVICE"));
+  if (rc != CUDA_SUCCESS) fail("retain stream device", rc);
+  if ((rc = cuCtxPushCurrent_v2(ctx)) != CUDA_SUCCESS) fail("push", rc);
+  if ((rc = cuStreamCreate(&g_foreign, 0)) != CUDA_SUCCESS) fail("stream", rc);
+  if ((rc = cuCtxPopCurrent_v2(&popped)) != CUDA_SUCCESS) fail("pop", rc);
+  return g_foreign;
+}
+
 static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
   CUdeviceptr p = 0;
   CUresult rc;
@@ -92,6 +109,8 @@ static CUresult alloc_one(const char *kind, size_t size, struct object *o) {
     rc = cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
   else if (strcmp(kind, "async") == 0)
     rc = cuMemAllocAsync(&p, size, NULL);
+  else if (strcmp(kind, "xasync") == 0)
+    rc = cuMemAllocAsync(&p, size, foreign_stream());
   else if (strcmp(kind, "pool") == 0) {
     CUmemoryPool pool;
     rc = cuDeviceGetDefaultMemPool(&pool, 0);
@@ -147,6 +166,7 @@ static CUresult free_one(const char *kind, struct object *o) {
   }
   if (strcmp(kind, "async") == 0 || strcmp(kind, "pool") == 0)
     return cuMemFreeAsync(o->value, NULL);
+  if (strcmp(kind, "xasync") == 0) return cuMemFreeAsync(o->value, g_foreign);
   if (strcmp(kind, "vmm") == 0) return cuMemRelease(o->value);
   if (strncmp(kind, "array", 5) == 0) return cuArrayDestroy((CUarray)(uintptr_t)o->value);
   if (strcmp(kind, "mipmap") == 0)
