@@ -5,6 +5,10 @@
 #
 #   accuracy   throughput under limit L / unlimited throughput within +-5
 #              points of L, for L = 10 30 50 90, big and small kernels
+#              (and long ones: long30 and long100 are the big shape with the
+#              simulator's wave time raised so one kernel takes 30 / 100 ms,
+#              which vgpu-burn runs as launch, synchronise, launch... -- the
+#              case a 20 ms bucket used to cut short)
 #   pair       two containers at 30 and 70 on one GPU share the work 30:70
 #              (+-5 points)
 #   settle     after `vgpu set --cores`, the 100 ms throughput is within 5
@@ -27,9 +31,13 @@ export LC_ALL=C # decimal points in printf, awk and $EPOCHREALTIME
 usage() {
   cat <<'EOF'
 usage: bash bench/sm-accuracy.sh [--quick] [options]
-  --quick          shorter runs (about 30 s in all instead of about 1.5 min)
+  --quick          shorter runs (about 40 s in all instead of about 2 min)
   --parts LIST     comma list of accuracy,pair,settle,overhead (default: all)
-  --shapes LIST    kernel shapes, comma list of big,small (default: both)
+  --shapes LIST    kernel shapes, comma list of big,small,long30,long100
+                   (default: all four; --quick: big,small,long30). long30 and
+                   long100 are big with VGPU_SIM_WAVE_US set so that a kernel
+                   takes 30 / 100 ms (it overrides an --env value); settle
+                   skips them (100 ms intervals hold a kernel or none)
   --limits LIST    SM limits in percent for accuracy (default: 10,30,50,90)
   --seconds S      measured seconds per accuracy run (default 3; --quick 1)
   --warmup S       uncounted seconds before each accuracy/pair measurement
@@ -49,7 +57,7 @@ die_usage() {
   exit 2
 }
 
-quick=0 parts="accuracy,pair,settle,overhead" shapes="big,small" limits="10,30,50,90"
+quick=0 parts="accuracy,pair,settle,overhead" shapes="" limits="10,30,50,90"
 seconds="" warmup="" runs="" callgrind=0 json_file="" extra_env=() keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -77,10 +85,10 @@ while [ $# -gt 0 ]; do
 done
 
 if [ $quick = 1 ]; then
-  : "${seconds:=1}" "${warmup:=0.3}" "${runs:=2}"
+  : "${seconds:=1}" "${warmup:=0.3}" "${runs:=2}" "${shapes:=big,small,long30}"
   pair_s=2 settle_before=1.5 settle_after=1.5 launch_rounds=3
 else
-  : "${seconds:=3}" "${warmup:=0.5}" "${runs:=5}"
+  : "${seconds:=3}" "${warmup:=0.5}" "${runs:=5}" "${shapes:=big,small,long30,long100}"
   pair_s=6 settle_before=2 settle_after=2.5 launch_rounds=7
 fi
 
@@ -97,7 +105,10 @@ for p in "${part_list[@]}"; do
   case "$p" in accuracy | pair | settle | overhead) ;; *) die_usage "--parts: unknown part '$p'" ;; esac
 done
 for s in "${shape_list[@]}"; do
-  case "$s" in big | small) ;; *) die_usage "--shapes: unknown shape '$s' (big, small)" ;; esac
+  case "$s" in
+    big | small | long30 | long100) ;;
+    *) die_usage "--shapes: unknown shape '$s' (big, small, long30, long100)" ;;
+  esac
 done
 for l in "${limit_list[@]}"; do
   if ! [[ $l =~ ^[0-9]+$ ]] || [ "$l" -lt 1 ] || [ "$l" -gt 100 ]; then
@@ -144,13 +155,27 @@ seq_no=0
 # fresh NAME : sets $f to a new, unused path prefix in the working directory.
 fresh() { seq_no=$((seq_no + 1)) f=$tmp/$1.$seq_no; }
 
+# shape_setup SHAPE : sets burn_shape (vgpu-burn's --shape) and shape_env
+# (what the shape adds to the environment). The big shape is 4 waves on any
+# SM count (SMs x 32 blocks of 256 threads, 8 resident per SM), so a wave of
+# 7.5 / 25 ms makes 30 / 100 ms kernels.
+burn_shape="" shape_env=()
+shape_setup() {
+  case "$1" in
+    long30) burn_shape=big shape_env=("VGPU_SIM_WAVE_US=7500") ;;
+    long100) burn_shape=big shape_env=("VGPU_SIM_WAVE_US=25000") ;;
+    *) burn_shape=$1 shape_env=() ;;
+  esac
+}
+
 # sim_env STATE CACHE [LIMIT] : fills the array `envs` with a clean
-# environment for one container on the simulator under libvgpu.
+# environment for one container on the simulator under libvgpu (with the
+# current shape's additions, set by shape_setup, last so that they win).
 sim_env() {
   envs=("PATH=$PATH" "HOME=${HOME:-/tmp}" "LD_LIBRARY_PATH=$simdir" "VGPU_SIM_STATE=$1"
     "LD_PRELOAD=$lib" "CUDA_DEVICE_MEMORY_SHARED_CACHE=$2")
   [ -z "${3:-}" ] || envs+=("CUDA_DEVICE_SM_LIMIT=$3")
-  envs+=("${extra_env[@]}")
+  envs+=("${extra_env[@]}" "${shape_env[@]}")
 }
 
 # fail OUT WHAT : a workload did not run; show its stderr and stop.
@@ -210,38 +235,42 @@ measure_unlimited() {
   [ -z "${unlimited[$shape]:-}" ] || return 0
   fresh "unl-$shape"
   out=$f
+  shape_setup "$shape"
   burn "$out" "$out.state" "$out.cache" "" "$(burn_timeout "$seconds + $warmup")" \
-    --shape "$shape" --seconds "$seconds" --warmup "$warmup" --json
+    --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
   unlimited[$shape]=$(json_num "$out" kernels_per_s)
   grid_of[$shape]=$(json_num "$out" grid)
   block_of[$shape]=$(json_num "$out" block)
+  kernel_ms[$shape]=$(calc "printf \"%.3g\", 1000 / ${unlimited[$shape]}")
 }
-declare -A grid_of=() block_of=()
+declare -A grid_of=() block_of=() kernel_ms=()
 
 # ---------------------------------------------------------------- accuracy
 part_accuracy() {
   echo
   echo "== accuracy: kernels/s under CUDA_DEVICE_SM_LIMIT / unlimited (${seconds} s each after ${warmup} s warm-up; target +-$tolerance points)"
-  printf "%-6s %6s %12s %12s %9s %7s  %s\n" shape limit "kernels/s" unlimited achieved error verdict
+  printf "%-7s %6s %12s %12s %9s %7s  %s\n" shape limit "kernels/s" unlimited achieved error verdict
   local shape limit out kps achieved err v rows=()
   for shape in "${shape_list[@]}"; do
     measure_unlimited "$shape"
     for limit in "${limit_list[@]}"; do
       fresh "acc-$shape-$limit"
       out=$f
+      shape_setup "$shape"
       burn "$out" "$out.state" "$out.cache" "$limit" "$(burn_timeout "$seconds + $warmup")" \
-        --shape "$shape" --seconds "$seconds" --warmup "$warmup" --json
+        --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
       kps=$(json_num "$out" kernels_per_s)
       achieved=$(calc "printf \"%.1f\", $kps / ${unlimited[$shape]} * 100")
       err=$(calc "printf \"%+.1f\", $achieved - $limit")
       v=$(verdict "$err")
       count "$v"
-      printf "%-6s %6s %12.1f %12.1f %8.1f%% %7s  %s\n" "$shape" "$limit" "$kps" \
+      printf "%-7s %6s %12.1f %12.1f %8.1f%% %7s  %s\n" "$shape" "$limit" "$kps" \
         "${unlimited[$shape]}" "$achieved" "$err" "$v"
       rows+=("{\"shape\":\"$shape\",\"limit\":$limit,\"kernels_per_s\":$kps,\"unlimited\":${unlimited[$shape]},\"achieved\":$achieved,\"error\":${err#+},\"pass\":$([ "$v" = PASS ] && echo true || echo false)}")
     done
   done
-  echo "(shapes: big = grid ${grid_of[big]:-SMs x 32} x block ${block_of[big]:-256}, small = grid ${grid_of[small]:-4} x block ${block_of[small]:-64})"
+  echo "(shapes: big = grid ${grid_of[big]:-SMs x 32} x block ${block_of[big]:-256}, small = grid ${grid_of[small]:-4} x block ${block_of[small]:-64};"
+  echo " long30, long100 = big with VGPU_SIM_WAVE_US=7500, 25000; unlimited kernel time:$(for s in "${shape_list[@]}"; do printf " %s %s ms" "$s" "${kernel_ms[$s]:-?}"; done))"
   local IFS=,
   json_parts+=("\"accuracy\":[${rows[*]}]")
 }
@@ -278,7 +307,7 @@ pair_window() {
 part_pair() {
   echo
   echo "== pair: two containers at 30 and 70 on one GPU, ${pair_s} s together (share of work; target 30:70 +-$tolerance points)"
-  printf "%-6s %12s %12s %9s %9s %7s  %s\n" shape "kernels@30" "kernels@70" "share@30" "gpu@30/70" error verdict
+  printf "%-7s %12s %12s %9s %9s %7s  %s\n" shape "kernels@30" "kernels@70" "share@30" "gpu@30/70" error verdict
   local shape out state a b ka kb la lb share g30 g70 err v rows=() tmo
   tmo=$(burn_timeout "$pair_s + $warmup")
   for shape in "${shape_list[@]}"; do
@@ -287,10 +316,11 @@ part_pair() {
     out=$f
     state=$out.state
     a=$out.a b=$out.b
-    burn_bg "$a" "$state" "$a.cache" 30 "$tmo" --shape "$shape" --seconds "$pair_s" \
+    shape_setup "$shape"
+    burn_bg "$a" "$state" "$a.cache" 30 "$tmo" --shape "$burn_shape" --seconds "$pair_s" \
       --warmup "$warmup" --series 100 --json
     local pa=$bg_pid
-    burn_bg "$b" "$state" "$b.cache" 70 "$tmo" --shape "$shape" --seconds "$pair_s" \
+    burn_bg "$b" "$state" "$b.cache" 70 "$tmo" --shape "$burn_shape" --seconds "$pair_s" \
       --warmup "$warmup" --series 100 --json
     local pb=$bg_pid
     wait "$pa" || fail "$a" "vgpu-burn --shape $shape (pair, limit 30)"
@@ -307,7 +337,7 @@ part_pair() {
     err=$(calc "printf \"%+.1f\", $share - 30")
     v=$(verdict "$err")
     count "$v"
-    printf "%-6s %12s %12s %8.1f%% %9s %7s  %s\n" "$shape" "$ka" "$kb" "$share" "$g30/$g70" "$err" "$v"
+    printf "%-7s %12s %12s %8.1f%% %9s %7s  %s\n" "$shape" "$ka" "$kb" "$share" "$g30/$g70" "$err" "$v"
     rows+=("{\"shape\":\"$shape\",\"kernels_30\":$ka,\"kernels_70\":$kb,\"window_s\":$la,\"share_30\":$share,\"gpu_30\":$g30,\"gpu_70\":$g70,\"error\":${err#+},\"pass\":$([ "$v" = PASS ] && echo true || echo false)}")
   done
   echo "(share@30 = kernels@30 / (kernels@30 + kernels@70) over the time both measured; gpu@30/70 = each one's"
@@ -371,11 +401,13 @@ part_settle() {
   local shape out cache pid t1 t2 rows=() total step from to tset tend tnext res before after entered settled v took start
   total=$(calc "print $settle_before + 2 * $settle_after")
   for shape in "${shape_list[@]}"; do
+    case "$shape" in long*) continue ;; esac # a 100 ms interval holds one kernel or none
     measure_unlimited "$shape"
     fresh "settle-$shape"
     out=$f
     cache=$out.cache
-    burn_bg "$out" "$out.state" "$cache" 30 "$(burn_timeout "$total")" --shape "$shape" \
+    shape_setup "$shape"
+    burn_bg "$out" "$out.state" "$cache" 30 "$(burn_timeout "$total")" --shape "$burn_shape" \
       --seconds "$total" --series 100 --json
     pid=$bg_pid
     wait_t "$out" "$pid" "$settle_before" || { wait "$pid" || true; fail "$out" "vgpu-burn (settle, $shape)"; }

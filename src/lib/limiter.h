@@ -3,8 +3,10 @@
  *
  * A token bucket per device in the region file, shared by every process of
  * the container and measured in nanoseconds of GPU time: it fills at
- * limit% of wall-clock time (at most 20 ms worth ahead) and each submission
- * takes its estimated GPU time (estimate.h). A submission that leaves the
+ * limit% of wall-clock time (at most 20 ms plus two of the process's
+ * largest recent kernels worth ahead, so that what a long kernel earns while
+ * it runs is kept) and each submission takes its estimated GPU time
+ * (estimate.h). A submission that leaves the
  * bucket more than 1 ms in debt waits until the debt is repaid, so the
  * container's work reaches the GPU at limit% of its capacity whatever the
  * kernel sizes, the number of processes, or the size of the GPU.
