@@ -139,6 +139,14 @@ bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
   return ok;
 }
 
+void vg_region_charge(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
+  struct vg_region *r = vg_region_of(shm);
+  if (vg_region_lock(shm) != 0) return;
+  add_used(&r->dev[dev].mem_used, (int64_t)bytes);
+  add_used(&r->proc[slot].mem_used[dev], (int64_t)bytes);
+  vg_region_unlock(shm);
+}
+
 void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
   struct vg_region *r = vg_region_of(shm);
   if (vg_region_lock(shm) != 0) return;

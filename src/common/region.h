@@ -122,6 +122,8 @@ void vg_region_leave(struct vg_shm *shm, int slot);
  * limit would be passed. Dead processes are reaped before giving up. */
 bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
 void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
+/* Adds bytes without checking the limit: memory the driver already holds. */
+void vg_region_charge(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
 
 /* Sets a device's memory limit. Refuses (returns -1 with err) a limit below
  * what is already in use, so that nothing allocated is lost. */

@@ -171,6 +171,15 @@ int vg_alloc_take_range(enum vg_alloc_kind kind, uint64_t lo, uint64_t hi, struc
   return n;
 }
 
+uint64_t vg_alloc_sum_linked(enum vg_alloc_kind kind, uint64_t link) {
+  uint64_t sum = 0;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_cap; i++)
+    if (g_slots[i].kind == (uint32_t)kind && g_slots[i].link == link) sum += g_slots[i].bytes;
+  pthread_mutex_unlock(&g_lock);
+  return sum;
+}
+
 void vg_alloc_reset(void) {
   pthread_mutex_init(&g_lock, NULL);
   if (g_slots != NULL) memset(g_slots, 0, g_cap * sizeof(struct slot));

@@ -19,7 +19,6 @@ enum vg_alloc_kind {
   VG_ALLOC_HANDLE = 2, /* cuMemCreate */
   VG_ALLOC_ARRAY = 3,
   VG_ALLOC_MIPMAP = 4,
-  VG_ALLOC_POOL = 5,   /* not memory: a pool and the device it lives on */
   VG_ALLOC_MAPPING = 6 /* a cuMemMap of a handle: key = address, link = handle */
 };
 
@@ -27,7 +26,7 @@ struct vg_alloc {
   int dev;        /* region entry */
   uint64_t bytes; /* charged */
   uint64_t ctx;   /* context it was made in (0: not tied to one) */
-  uint64_t link;  /* mappings: the VMM handle they map */
+  uint64_t link;  /* mappings: the VMM handle they map; memory: the pool it came from */
   uint32_t refs;  /* handles: references the program holds (create, retain) */
   uint32_t maps;  /* handles: live mappings */
 };
@@ -47,6 +46,8 @@ void vg_alloc_drop_context(uint64_t ctx, uint64_t freed[], int ndev);
  * (call again while it returns max). */
 int vg_alloc_take_range(enum vg_alloc_kind kind, uint64_t lo, uint64_t hi, struct vg_alloc *out,
                         int max);
+/* The bytes of every record of kind whose link is link (a scan: rare use). */
+uint64_t vg_alloc_sum_linked(enum vg_alloc_kind kind, uint64_t link);
 /* Forgets everything (a forked child owns none of its parent's memory). */
 void vg_alloc_reset(void);
 

@@ -5,6 +5,7 @@
 
 #include "cuda_abi.h"
 #include "log.h"
+#include "pool.h"
 #include "size.h"
 #include "state.h"
 
@@ -12,6 +13,8 @@ enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) 
   c->dev = -1;
   c->bytes = 0;
   c->ctx = 0;
+  c->pool = 0;
+  c->taken = 0;
   if (!vg_state_ready()) return vg_state.config_ok ? VG_CHARGE_UNTRACKED : VG_CHARGE_REFUSED;
   CUcontext ctx = NULL;
   if (VG_CU(cuCtxGetCurrent, &ctx) == CUDA_SUCCESS) c->ctx = (uint64_t)(uintptr_t)ctx;
@@ -28,6 +31,9 @@ enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) 
     }
   }
   enum vg_reserve_rc rc = vg_state_reserve(dev, bytes);
+  /* Before refusing: memory this process's pools released since we last
+   * looked is no longer theirs to be charged for. */
+  if (rc == VG_RESERVE_OVER && vg_pool_resync()) rc = vg_state_reserve(dev, bytes);
   /* A full process table is logged where it happens; the allocation fails
    * as out of memory rather than going through unaccounted. */
   if (rc == VG_RESERVE_NO_SLOT) return VG_CHARGE_OVER;
@@ -82,10 +88,13 @@ bool vg_charge_take(enum vg_alloc_kind kind, uint64_t key, struct vg_charge *c) 
   struct vg_alloc a;
   c->dev = -1;
   c->bytes = 0;
+  c->pool = 0;
+  c->taken = 0;
   if (!vg_alloc_take(kind, key, &a)) return false;
   c->dev = a.dev;
   c->bytes = a.bytes;
   c->ctx = a.ctx;
+  c->pool = kind == VG_ALLOC_MEMORY ? a.link : 0;
   return true;
 }
 
@@ -94,8 +103,9 @@ void vg_charge_refund(struct vg_charge *c) { vg_charge_cancel(c); }
 void vg_charge_restore(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
   struct vg_alloc old;
   if (c->dev >= 0)
-    vg_alloc_put(kind, key, (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx},
-                 &old);
+    vg_alloc_put(
+        kind, key,
+        (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx, .link = c->pool}, &old);
 }
 
 void vg_charge_context_gone(uint64_t ctx) {
@@ -103,6 +113,7 @@ void vg_charge_context_gone(uint64_t ctx) {
   vg_alloc_drop_context(ctx, freed, VG_MAX_DEVICES);
   for (int d = 0; d < VG_MAX_DEVICES; d++)
     if (freed[d] > 0) vg_state_release(d, freed[d]);
+  vg_pool_recount(); /* pool allocations went back to their pools */
 }
 
 int vg_charge_error(enum vg_charge_rc rc) {

@@ -33,7 +33,9 @@ enum vg_charge_rc {
 struct vg_charge {
   int dev; /* region entry, -1 untracked */
   uint64_t bytes;
-  uint64_t ctx; /* context current at the reservation; 0 for objects that outlive contexts */
+  uint64_t ctx;   /* context current at the reservation; 0 for objects that outlive contexts */
+  uint64_t pool;  /* memory: the pool it comes from (pool.h), 0 none */
+  uint64_t taken; /* pool.c: bytes of the pool's cache this allocation took over */
 };
 
 /* Reserves bytes on region entry dev (-1: the current context's device),

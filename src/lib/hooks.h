@@ -26,11 +26,13 @@
   X(cuArrayCreate_v2)               \
   X(cuArrayDestroy)                 \
   X(cuCtxDestroy_v2)                \
+  X(cuCtxSynchronize)               \
   X(cuDeviceGetDefaultMemPool)      \
   X(cuDevicePrimaryCtxRelease_v2)   \
   X(cuDevicePrimaryCtxReset_v2)     \
   X(cuDevicePrimaryCtxRetain)       \
   X(cuDeviceTotalMem_v2)            \
+  X(cuEventSynchronize)             \
   X(cuGetProcAddress)               \
   X(cuGetProcAddress_v2)            \
   X(cuGraphLaunch)                  \
@@ -57,11 +59,14 @@
   X(cuMemMap)                       \
   X(cuMemPoolCreate)                \
   X(cuMemPoolDestroy)               \
+  X(cuMemPoolTrimTo)                \
   X(cuMemRelease)                   \
   X(cuMemRetainAllocationHandle)    \
   X(cuMemUnmap)                     \
   X(cuMipmappedArrayCreate)         \
-  X(cuMipmappedArrayDestroy)
+  X(cuMipmappedArrayDestroy)        \
+  X(cuStreamSynchronize)            \
+  X(cuStreamSynchronize_ptsz)
 
 /* CUDA entry points we only call. */
 #define VG_CUDA_USED(X)         \
@@ -70,6 +75,8 @@
   X(cuCtxPopCurrent_v2)         \
   X(cuCtxPushCurrent_v2)        \
   X(cuStreamGetCtx)             \
+  X(cuDeviceGetMemPool)         \
+  X(cuMemPoolGetAttribute)      \
   X(cuDevicePrimaryCtxGetState) \
   X(cuDeviceGetCount)           \
   X(cuDeviceGetUuid)            \
@@ -80,7 +87,6 @@
   X(cuEventQuery)               \
   X(cuEventRecord)              \
   X(cuEventRecord_ptsz)         \
-  X(cuEventSynchronize)         \
   X(cuStreamIsCapturing)        \
   X(cuStreamIsCapturing_ptsz)   \
   X(cuMemGetAllocationGranularity)

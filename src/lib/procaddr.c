@@ -32,6 +32,7 @@ static const struct variant g_variants[] = {
     {"cuArrayCreate", 3020, "cuArrayCreate_v2", NULL},
     {"cuArrayDestroy", 2000, "cuArrayDestroy", NULL},
     {"cuCtxDestroy", 4000, "cuCtxDestroy_v2", NULL},
+    {"cuCtxSynchronize", 2000, "cuCtxSynchronize", NULL},
     {"cuDeviceGetDefaultMemPool", 11020, "cuDeviceGetDefaultMemPool", NULL},
     {"cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2", NULL},
     {"cuDevicePrimaryCtxReset", 11000, "cuDevicePrimaryCtxReset_v2", NULL},
@@ -40,6 +41,7 @@ static const struct variant g_variants[] = {
     {"cuGetProcAddress", 11030, "cuGetProcAddress", NULL},
     {"cuGetProcAddress", 12000, "cuGetProcAddress_v2", NULL},
     {"cuGraphLaunch", 10000, "cuGraphLaunch", "cuGraphLaunch_ptsz"},
+    {"cuEventSynchronize", 2000, "cuEventSynchronize", NULL},
     {"cuInit", 2000, "cuInit", NULL},
     {"cuLaunchCooperativeKernel", 9000, "cuLaunchCooperativeKernel",
      "cuLaunchCooperativeKernel_ptsz"},
@@ -57,11 +59,13 @@ static const struct variant g_variants[] = {
     {"cuMemMap", 10020, "cuMemMap", NULL},
     {"cuMemPoolCreate", 11020, "cuMemPoolCreate", NULL},
     {"cuMemPoolDestroy", 11020, "cuMemPoolDestroy", NULL},
+    {"cuMemPoolTrimTo", 11020, "cuMemPoolTrimTo", NULL},
     {"cuMemRelease", 10020, "cuMemRelease", NULL},
     {"cuMemRetainAllocationHandle", 11000, "cuMemRetainAllocationHandle", NULL},
     {"cuMemUnmap", 10020, "cuMemUnmap", NULL},
     {"cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate", NULL},
     {"cuMipmappedArrayDestroy", 5000, "cuMipmappedArrayDestroy", NULL},
+    {"cuStreamSynchronize", 2000, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"},
 };
 
 /* The export our table says serves (symbol, version, flags), or NULL. */

@@ -11,6 +11,7 @@
 #include "alloc_table.h"
 #include "hooks.h"
 #include "log.h"
+#include "pool.h"
 #include "size.h"
 
 extern char **environ;
@@ -29,6 +30,7 @@ static void forget_devices(void) {
 static void after_fork_in_child(void) {
   pthread_mutex_init(&g_init_lock, NULL);
   vg_alloc_reset();
+  vg_pool_reset();
   vg_state.shm.self_slot = -1;
   vg_state.slot = -1;
   forget_devices();
@@ -224,6 +226,10 @@ enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes) {
   if (!joined()) return VG_RESERVE_NO_SLOT;
   return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes) ? VG_RESERVE_OK
                                                                      : VG_RESERVE_OVER;
+}
+
+void vg_state_charge(int dev, uint64_t bytes) {
+  if (joined()) vg_region_charge(&vg_state.shm, vg_state.slot, dev, bytes);
 }
 
 void vg_state_release(int dev, uint64_t bytes) {

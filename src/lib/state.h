@@ -51,6 +51,8 @@ bool vg_state_join(void);
 enum vg_reserve_rc { VG_RESERVE_OK, VG_RESERVE_OVER, VG_RESERVE_NO_SLOT };
 enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes);
 void vg_state_release(int dev, uint64_t bytes);
+/* Charges bytes the driver already holds, past the limit if need be. */
+void vg_state_charge(int dev, uint64_t bytes);
 
 /* Device memory a driver allocation of size bytes occupies (2 MiB pages). */
 #define VG_ALLOC_GRANULE (2ULL << 20)

@@ -38,6 +38,7 @@ struct alloc_rec {
   uint64_t charged;
   uint64_t first, npages;
   struct CUctx_st *ctx;
+  struct CUmemPoolHandle_st *pool; /* NULL: not from a pool */
   unsigned phys;
   bool live;
   uint32_t next_free;
@@ -176,6 +177,7 @@ static bool place(struct CUctx_st *ctx, unsigned phys, uint64_t size, uint64_t n
                           first,
                           npages,
                           ctx,
+                          NULL,
                           phys,
                           true,
                           0};
@@ -199,6 +201,24 @@ CUresult cu_alloc(struct CUctx_st *ctx, unsigned phys, uint64_t size, CUdevicept
   return CUDA_SUCCESS;
 }
 
+CUresult cu_alloc_pooled(struct CUctx_st *ctx, struct CUmemPoolHandle_st *pool, uint64_t size,
+                         CUdeviceptr *out) {
+  uint64_t charged = cu_round_up(size, CU_GRANULE);
+  pthread_mutex_lock(&g_alloc_lock);
+  bool ok = place(ctx, pool->phys, size, charged / CU_GRANULE, out);
+  if (ok) lookup(*out)->pool = pool;
+  pthread_mutex_unlock(&g_alloc_lock);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Gives a released record's bytes back: to its pool, or to the device. */
+static void give_back(struct CUmemPoolHandle_st *pool, unsigned phys, uint64_t bytes, bool keep) {
+  if (pool != NULL)
+    cu_pool_return(pool, bytes, keep);
+  else
+    cu_refund(phys, bytes);
+}
+
 /* Releases a live record; returns what to refund. Caller holds the lock. */
 static uint64_t release(struct alloc_rec *r) {
   struct va_space *va = &g_va[r->phys];
@@ -209,7 +229,9 @@ static uint64_t release(struct alloc_rec *r) {
   return r->charged;
 }
 
-CUresult cu_free(CUdeviceptr ptr) {
+CUresult cu_free(CUdeviceptr ptr) { return cu_free_to_pool(ptr, false); }
+
+CUresult cu_free_to_pool(CUdeviceptr ptr, bool keep) {
   pthread_mutex_lock(&g_alloc_lock);
   struct alloc_rec *r = lookup(ptr);
   if (r == NULL || r->base != ptr) {
@@ -217,9 +239,10 @@ CUresult cu_free(CUdeviceptr ptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   unsigned phys = r->phys;
+  struct CUmemPoolHandle_st *pool = r->pool;
   uint64_t bytes = release(r);
   pthread_mutex_unlock(&g_alloc_lock);
-  cu_refund(phys, bytes);
+  give_back(pool, phys, bytes, keep);
   return CUDA_SUCCESS;
 }
 
@@ -228,7 +251,8 @@ void cu_free_ctx_allocs(struct CUctx_st *ctx) {
   for (uint32_t i = 0; i < g_nrecs; i++) {
     if (!g_recs[i].live || g_recs[i].ctx != ctx) continue;
     unsigned phys = g_recs[i].phys;
-    cu_refund(phys, release(&g_recs[i]));
+    struct CUmemPoolHandle_st *pool = g_recs[i].pool;
+    give_back(pool, phys, release(&g_recs[i]), false);
   }
   pthread_mutex_unlock(&g_alloc_lock);
 }

@@ -268,5 +268,6 @@ CUresult cuCtxSynchronize(void) {
   /* not while a capture it would have to wait behind is in progress */
   if (cu_capture_blocks_ctx_sync(ctx)) return CU_ERR_CAPTURE_UNSUPPORTED;
   cu_wait_ctx(ctx);
+  cu_pools_sync();
   return CUDA_SUCCESS;
 }

@@ -128,6 +128,7 @@ static void setup_devices(void) {
     pool->obj.kind = CU_OBJ_POOL;
     pool->phys = g_cu.phys[i];
     pool->is_default = true;
+    pool->reuse[0] = pool->reuse[1] = pool->reuse[2] = 1;
     cu_handle_add(pool);
   }
 }

@@ -77,10 +77,16 @@ struct CUevent_st {
   uint64_t time; /* when the work before the record completes */
 };
 
+/* A pool's bytes (cuda_pool.c, guarded by its lock): `reserved` is charged
+ * to the device; `used` of it backs live allocations, the rest is cached. */
 struct CUmemPoolHandle_st {
   struct cu_obj obj;
   unsigned phys;
   bool is_default;
+  bool destroyed; /* destroyed with allocations outstanding: freed with the last */
+  uint64_t threshold, reserved, used, reserved_high, used_high;
+  int reuse[3];                    /* CU_MEMPOOL_ATTR_REUSE_* */
+  struct CUmemPoolHandle_st *next; /* cuMemPoolCreate'd pools */
 };
 
 struct cu_process {
@@ -93,6 +99,7 @@ struct cu_process {
   unsigned phys[VG_SIM_MAX_DEVICES]; /* ordinal -> device index */
   struct CUctx_st primary[VG_SIM_MAX_DEVICES];
   struct CUmemPoolHandle_st default_pool[VG_SIM_MAX_DEVICES];
+  struct CUmemPoolHandle_st *current_pool[VG_SIM_MAX_DEVICES]; /* cuDeviceSetMemPool */
   bool fail_alloc_set;
   uint64_t fail_alloc_after; /* VGPU_SIM_FAIL_ALLOC_AFTER */
   uint64_t allocs_done;
@@ -170,6 +177,20 @@ CUresult cu_charge(unsigned phys, uint64_t bytes); /* with fault injection */
 void cu_refund(unsigned phys, uint64_t bytes);
 CUresult cu_alloc(struct CUctx_st *ctx, unsigned phys, uint64_t size, CUdeviceptr *out);
 CUresult cu_free(CUdeviceptr ptr);
+/* A pool allocation: the pool has charged the device already; frees of it go
+ * back to the pool (cu_pool_return). */
+CUresult cu_alloc_pooled(struct CUctx_st *ctx, struct CUmemPoolHandle_st *pool, uint64_t size,
+                         CUdeviceptr *out);
+/* cu_free, but a pool allocation stays cached in its pool when keep is true
+ * (cuMemFreeAsync) and the pool releases down to its threshold otherwise. */
+CUresult cu_free_to_pool(CUdeviceptr ptr, bool keep);
+
+/* cuda_pool.c */
+/* Gives back the bytes of a freed pool allocation; trims the pool to its
+ * release threshold unless keep. */
+void cu_pool_return(struct CUmemPoolHandle_st *pool, uint64_t bytes, bool keep);
+/* A synchronisation: every pool of the process releases down to its threshold. */
+void cu_pools_sync(void);
 /* Frees every allocation made in ctx (context destruction). */
 void cu_free_ctx_allocs(struct CUctx_st *ctx);
 /* True if [ptr, ptr+n) lies inside one live allocation or VMM mapping. */

@@ -128,6 +128,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   if ((rc = cu_capture_forbid(s)) != CUDA_SUCCESS) return rc;
   uint64_t end = cu_stream_last_end(s, ctx);
   if (end > vg_sim_now_ns()) vg_sim_sleep_until(end);
+  cu_pools_sync();
   return CUDA_SUCCESS;
 }
 
@@ -187,6 +188,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
   if (e->captured) return CU_ERR_CAPTURED_EVENT;
   if (e->recorded && e->time > vg_sim_now_ns()) vg_sim_sleep_until(e->time);
+  cu_pools_sync();
   return CUDA_SUCCESS;
 }
 

@@ -353,6 +353,104 @@ static void test_context_memory(void **state) {
   sim_run(context_memory, env);
 }
 
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
+  uint64_t v = 0;
+  OK(cuMemPoolGetAttribute(pool, attr, &v));
+  return v;
+}
+
+/* A pool keeps freed memory up to its release threshold: charged to the
+ * device, reused by the pool, released at synchronisation and on trim. */
+static void pool_cache(void) {
+  sim_primary(0);
+  CUmemoryPool def, cur;
+  OK(cuDeviceGetDefaultMemPool(&def, 0));
+  OK(cuDeviceGetMemPool(&cur, 0));
+  CHECK(cur == def);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == 0);
+  int reuse = 0;
+  OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+  CHECK(reuse == 1);
+  uint64_t max = UINT64_MAX, zero = 0, four = 4 * MiB;
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max));
+  CHECK_CU(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &zero),
+           CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr a, b;
+  OK(cuMemAllocAsync(&a, 10 * MiB, NULL));
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 10 * MiB);
+  OK(cuMemFreeAsync(a, NULL));
+  /* cached: still in use on the device, and after any synchronisation */
+  CHECK(sim_used() == 10 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 10 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+  OK(cuCtxSynchronize());
+  CHECK(sim_used() == 10 * MiB);
+  /* reused: a smaller allocation takes no new memory, a larger one the rest */
+  OK(cuMemAllocAsync(&a, 6 * MiB, NULL));
+  CHECK(sim_used() == 10 * MiB);
+  OK(cuMemAllocAsync(&b, 8 * MiB, NULL));
+  CHECK(sim_used() == 14 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) == 14 * MiB);
+  OK(cuMemFreeAsync(a, NULL));
+  OK(cuMemFreeAsync(b, NULL));
+  CHECK(sim_used() == 14 * MiB);
+  /* trimming keeps at least what is asked, never less than live memory */
+  OK(cuMemPoolTrimTo(def, 5 * MiB));
+  CHECK(sim_used() == 5 * MiB);
+  OK(cuMemPoolTrimTo(def, 0));
+  CHECK(sim_used() == 0);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0);
+  /* a threshold: synchronisation releases down to it */
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &four));
+  OK(cuMemAllocAsync(&a, 16 * MiB, NULL));
+  OK(cuMemFreeAsync(a, NULL));
+  CHECK(sim_used() == 16 * MiB);
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamSynchronize(s));
+  CHECK(sim_used() == 4 * MiB);
+  /* cuMemFree of a pool pointer synchronises: down to the threshold */
+  OK(cuMemAllocAsync(&a, 10 * MiB, NULL));
+  CHECK(sim_used() == 10 * MiB);
+  OK(cuMemFree_v2(a));
+  CHECK(sim_used() == 4 * MiB);
+  /* threshold 0: nothing stays cached */
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero));
+  CUevent e;
+  OK(cuEventCreate(&e, 0));
+  OK(cuEventRecord(e, s));
+  OK(cuEventSynchronize(e));
+  CHECK(sim_used() == 0);
+  /* a created pool made current serves cuMemAllocAsync; destroying it with
+   * an allocation outstanding keeps the allocation valid until its free */
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUmemoryPool pool;
+  OK(cuMemPoolCreate(&pool, &props));
+  OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max));
+  OK(cuDeviceSetMemPool(0, pool));
+  OK(cuDeviceGetMemPool(&cur, 0));
+  CHECK(cur == pool);
+  OK(cuMemAllocAsync(&a, 2 * MiB, NULL));
+  OK(cuMemAllocAsync(&b, 2 * MiB, NULL));
+  OK(cuMemFreeAsync(b, NULL));
+  CHECK(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 4 * MiB);
+  CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0);
+  OK(cuMemPoolDestroy(pool));
+  CHECK(sim_used() == 2 * MiB);
+  OK(cuDeviceGetMemPool(&cur, 0));
+  CHECK(cur == def);
+  OK(cuMemFreeAsync(a, NULL));
+  CHECK(sim_used() == 0);
+}
+
+static void test_pool_cache(void **state) {
+  (void)state;
+  sim_run(pool_cache, NULL);
+}
+
 /* Memory of device 1 is separate from device 0's. */
 static void two_devices(void) {
   sim_primary(1);
@@ -384,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_arrays),
       cmocka_unit_test(test_vmm),
       cmocka_unit_test(test_pools),
+      cmocka_unit_test(test_pool_cache),
       cmocka_unit_test(test_fault_injection),
       cmocka_unit_test(test_context_memory),
       cmocka_unit_test(test_two_devices),

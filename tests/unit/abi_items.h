@@ -4,6 +4,9 @@
 // clang-format off
 #define VG_ABI_VALUES(X)                                     \
   X(CUDA_ERROR_INVALID_VALUE)                                \
+  X(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)                       \
+  X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)                    \
+  X(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)                        \
   X(CUDA_ERROR_OUT_OF_MEMORY)                                \
   X(CUDA_ERROR_NOT_INITIALIZED)                              \
   X(CUDA_ERROR_INVALID_CONTEXT)                              \
