@@ -7,11 +7,15 @@ secs="${FUZZ_SECONDS:-60}"
 out=build-fuzz
 mkdir -p "$out"
 common="src/common/err.c src/common/log.c src/common/size.c src/common/shmfile.c src/common/region.c"
-for t in size config region plugin_config assignment; do
+for t in size config region plugin_config assignment extender; do
   extra=""
   [ "$t" = config ] && extra="src/lib/config.c"
   [ "$t" = plugin_config ] && extra="-Isrc/plugin src/plugin/config.c src/plugin/dialect.c -lyaml"
   [ "$t" = assignment ] && extra="-Isrc/k8s src/k8s/assignment.c -ljson-c"
+  if [ "$t" = extender ]; then # the extender and what it links: the placement core, k8s, httpd
+    extra="-Isrc/k8s -Isrc/scheduler $(ls src/k8s/*.c src/common/httpd.c src/common/once.c \
+      src/scheduler/*.c | grep -v -e _main.c -e replay.c) -ljson-c -lcurl -lyaml -lmicrohttpd -lm"
+  fi
   # shellcheck disable=SC2086
   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/common -Isrc/lib \
     "tests/fuzz/fuzz_$t.c" $common $extra -lpthread -o "$out/fuzz_$t"

@@ -120,6 +120,7 @@ static const struct res_view *gpu_fits(const struct pod_req *q, const struct ctr
   if (r->ids_used + need_ids(c) > r->count) return NULL;
   if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return NULL;
   int64_t need = need_mem(c, g, r);
+  if (need < 1) return NULL; /* an assignment holds at least a byte (a resource with memory 0) */
   if (need > mem_cap(g, r) - g->mem_used) return NULL; /* no overflow */
   if (!contexts_fit(g, r, need, reserve)) return NULL;
   if (g->cores_used + c->cores > cores_cap(r)) return NULL;

@@ -252,7 +252,15 @@ static int parse_ctr(json_object *ctr, struct ctr_req *c, char *why, size_t len)
       if (take_key(c->name, key, val, &s, why, len) != 0) return -1;
     }
   }
-  return build_ctr(c, &s, why, len);
+  int k = build_ctr(c, &s, why, len);
+  /* The assignment names the container, and the device plugin matches it by
+   * name: a GPU container needs one that fits (Kubernetes: a DNS label). */
+  if (k > 0 && (cname == NULL || cname[0] == '\0' || strlen(cname) >= sizeof(c->name))) {
+    snprintf(why, len, "a container asking for %s has %s name", c->resource,
+             cname == NULL || cname[0] == '\0' ? "no" : "a too long (over 63 bytes)");
+    return -1;
+  }
+  return k;
 }
 
 /* ---- annotations ---- */
@@ -364,6 +372,11 @@ int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len) {
       snprintf(why, len, "more than %d containers ask for GPUs", EXT_MAX_CTRS);
       return -1;
     }
+    for (int j = 0; j < r->n; j++) /* the assignment is keyed by name */
+      if (strcmp(r->c[j].name, c.name) == 0) {
+        snprintf(why, len, "two containers are named %s", c.name);
+        return -1;
+      }
     r->c[r->n++] = c;
   }
   if (refuse_gpu_init_containers(pod, why, len) != 0) return -1;

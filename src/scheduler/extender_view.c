@@ -104,7 +104,8 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
       gv->index = (int)get_i64(g, "index", (int64_t)i);
       gv->mem = get_i64(g, "memory", 0);
       if (gv->mem < 0 || gv->mem > MAX_BYTES) gv->mem = 0; /* unusable, never a huge account */
-      gv->healthy = health && strcmp(health, "Healthy") == 0 && gv->uuid[0];
+      /* A GPU without a UUID or memory cannot be named or accounted: never placed on. */
+      gv->healthy = health && strcmp(health, "Healthy") == 0 && gv->uuid[0] && gv->mem > 0;
       rc = parse_resources(ext_get(g, "resources"), gv, why, len);
     }
   }

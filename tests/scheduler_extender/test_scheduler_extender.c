@@ -310,6 +310,12 @@ static void test_bad_requests(void **s) {
       "{\"Pod\":{\"spec\":{\"initContainers\":[{\"name\":\"warm\",\"resources\":{\"limits\":"
       "{\"aliyun.com/gpu-mem\":\"2\"}}}],\"containers\":[{\"name\":\"c\"}]}},\"NodeNames\":[]}",
       "{\"Pod\":{\"spec\":{\"initContainers\":{},\"containers\":[]}},\"NodeNames\":[]}",
+      "{\"Pod\":{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/"
+      "vgpu\":\"1\"}}}]}},"
+      "\"NodeNames\":[]}",
+      "{\"Pod\":{\"spec\":{\"containers\":[{\"name\":\"b\",\"resources\":{\"limits\":{\"nvidia.com/"
+      "vgpu\":\"1\"}}},{\"name\":\"b\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":\"1\"}}}]}},"
+      "\"NodeNames\":[]}",
   };
   const char *verbs[] = {"/filter", "/prioritize"};
   for (size_t v = 0; v < 2; v++)
@@ -328,6 +334,8 @@ static void test_bad_requests(void **s) {
                             "init container warm asks for aliyun.com\\/gpu-mem: GPUs are "
                             "placed for app containers only");
       if (i == 19) ext_expect_contains(out, "initContainers is not an array");
+      if (i == 20) ext_expect_contains(out, "a container asking for nvidia.com\\/vgpu has no name");
+      if (i == 21) ext_expect_contains(out, "two containers are named b");
       json_object_put(o);
       free(out);
     }
