@@ -28,6 +28,12 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
                           struct vg_err *err);
 void vg_ext_free(struct vg_ext *x);
 
+/* Watches Pods and Nodes in the background (extender_watch.c) so that cached
+ * node views are dropped when they change and otherwise kept well past
+ * cache_ttl_ms. Needs list and watch on pods and nodes. vg_ext_free stops it. */
+int vg_ext_watch_start(struct vg_ext *x, struct vg_err *err);
+void vg_ext_watch_stop(struct vg_ext *x);
+
 /* One request: method "GET"/"POST", path "/filter" etc. Returns the HTTP
  * status and sets *out to a malloc'd response body (JSON, or text for
  * /metrics) and *content_type to a static string. */

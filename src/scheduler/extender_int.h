@@ -12,6 +12,7 @@
  *                       (binpack/spread), reasons for misfits, the assignment
  *                       a bind writes, and the node in the placement core's terms
  *   extender_out.c      the filter and prioritize answers, written as text
+ *   extender_watch.c    watches Pods and Nodes to drop cached views that changed
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
  * See docs/scheduler.md.
  */
@@ -112,7 +113,8 @@ struct node_entry {
   char name[VG_SCHED_NAME_MAX * 2];
   pthread_mutex_t bind_lock; /* one bind at a time per node */
   struct timespec at;        /* when view was read; 0 = never/stale */
-  int rc;                    /* 0, or why the view is unusable (why) */
+  unsigned gen; /* bumped by every invalidation: a read begun before one is not cached */
+  int rc;       /* 0, or why the view is unusable (why) */
   char why[256];
   char *inventory; /* the annotation text view was built from, or NULL */
   struct node_view view;
@@ -122,12 +124,15 @@ struct node_entry {
 
 #define EXT_BUCKETS 4096 /* node entries are looked up once per candidate per verb */
 
+struct ext_watch; /* extender_watch.c */
+
 struct vg_ext {
   struct vg_k8s_client *client;
   const struct vg_policy *policy;
   struct vg_workload workload;
   long ttl_ms;
-  pthread_mutex_t lock; /* nodes list, buckets and cached views */
+  struct ext_watch *watch; /* NULL unless vg_ext_watch_start */
+  pthread_mutex_t lock;    /* nodes list, buckets and cached views */
   struct node_entry *nodes;
   struct node_entry *buckets[EXT_BUCKETS];
   struct ext_metrics m; /* under lock */
@@ -149,6 +154,14 @@ typedef void (*ext_view_fn)(void *ctx, const struct node_view *v);
 int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
                   ext_view_fn use, void *ctx, char *why, size_t len);
 void ext_invalidate(struct vg_ext *x, const char *name);
+/* Drops every cached view (a watch came up, or went down: events missed). */
+void ext_invalidate_all(struct vg_ext *x);
+/* Drops name's view if it has one; creates no entry (watch events name
+ * nodes this scheduler may never be asked about). */
+void ext_invalidate_known(struct vg_ext *x, const char *name);
+/* How long a cached view may be used now (extender_watch.c): --cache-ttl-ms,
+ * or much longer while the watch keeps the cache honest. Lock held. */
+long ext_view_ttl_ms(const struct vg_ext *x);
 /* Copies a view: the header and its n GPUs only (most nodes have far fewer
  * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */
 void ext_view_copy(struct node_view *dst, const struct node_view *src);

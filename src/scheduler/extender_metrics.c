@@ -130,6 +130,16 @@ char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *n
   family(f, "vgpu_scheduler_assigned_gpus_total", "counter",
          "GPU slices written into vgpu.io/assigned by successful binds.");
   fprintf(f, "vgpu_scheduler_assigned_gpus_total %llu\n", (unsigned long long)m->assigned_gpus);
+  static const char *const watched[] = {"pods", "nodes"};
+  family(f, "vgpu_scheduler_watch_up", "gauge",
+         "1 while the watch that drops changed node views is streaming (else views live "
+         "--cache-ttl-ms).");
+  for (int w = 0; w < 2; w++)
+    fprintf(f, "vgpu_scheduler_watch_up{resource=\"%s\"} %d\n", watched[w], m->watch_up[w]);
+  family(f, "vgpu_scheduler_watch_events_total", "counter", "Watch events received, by resource.");
+  for (int w = 0; w < 2; w++)
+    fprintf(f, "vgpu_scheduler_watch_events_total{resource=\"%s\"} %llu\n", watched[w],
+            (unsigned long long)m->watch_events[w]);
   allocation(f, nodes);
   if (fclose(f) != 0) {
     free(text);

@@ -40,6 +40,9 @@ struct ext_metrics {
   uint64_t node_failures[EXT_R_COUNT];
   uint64_t binds_ok, bind_failures[EXT_B_COUNT];
   uint64_t assigned_gpus; /* GPU slices written into assignments */
+  /* The Pod and Node watches (extender_watch.c), [0] pods, [1] nodes. */
+  int watch_up[2];
+  uint64_t watch_events[2];
 };
 
 enum ext_reason ext_reason_class(const char *why);

@@ -235,12 +235,14 @@ static const char *inventory_text(json_object *node) {
 /* The cached view when fresh; with a Node from the request (inv: its
  * inventory text, maybe NULL) only if it was built from the same inventory,
  * so that a full NodeList does not cost a pod list per node per request.
- * On a hit, use (when the view is usable) runs under the lock. */
+ * On a hit, use (when the view is usable) runs under the lock. use NULL (a
+ * fresh read is wanted): never a hit; only *gen is read. */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
                    bool from_request, const char *inv, ext_view_fn use, void *ctx, char *why,
-                   size_t len, int *rc) {
+                   size_t len, int *rc, unsigned *gen) {
   pthread_mutex_lock(&x->lock);
-  bool hit = e->at.tv_sec && elapsed_ms(&e->at, now) < (double)x->ttl_ms;
+  *gen = e->gen;
+  bool hit = use != NULL && e->at.tv_sec && elapsed_ms(&e->at, now) < (double)ext_view_ttl_ms(x);
   if (from_request) hit = hit && inv && e->inventory && strcmp(e->inventory, inv) == 0;
   if (hit) {
     *rc = e->rc;
@@ -254,11 +256,13 @@ static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec
   return hit;
 }
 
-static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, int rc,
-                  const char *inv, const struct node_view *v, const char *why) {
+/* Caches what was read, unless an invalidation came in since the read began
+ * (gen): the view may predate that change, so it is used once, not kept. */
+static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, unsigned gen,
+                  int rc, const char *inv, const struct node_view *v, const char *why) {
   char *copy = inv ? strdup(inv) : NULL;
   pthread_mutex_lock(&x->lock);
-  e->at = *now;
+  e->at = e->gen == gen ? *now : (struct timespec){0, 0};
   e->rc = rc;
   ext_view_copy(&e->view, v);
   snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
@@ -277,9 +281,10 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   int rc;
-  if (!fresh &&
-      cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), use, ctx, why, len, &rc))
-    return rc;
+  unsigned gen = 0;
+  bool hit = cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), fresh ? NULL : use, ctx,
+                    why, len, &rc, &gen);
+  if (hit) return rc;
   json_object *fetched = NULL;
   struct node_view v;
   v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
@@ -288,14 +293,14 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
     if (k != 0) {
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      store(x, e, &now, -1, NULL, &v, why);
+      store(x, e, &now, gen, -1, NULL, &v, why);
       return -1;
     }
     node_obj = fetched;
   }
   rc = view_from_node(node_obj, &v, why, len);
   if (rc == 0) rc = subtract_pods(x, name, &v, why, len);
-  store(x, e, &now, rc, inventory_text(node_obj), &v, why);
+  store(x, e, &now, gen, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
   if (rc == 0) use(ctx, &v);
   return rc;
@@ -309,10 +314,29 @@ int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
   return ext_with_view(x, name, node_obj, fresh, copy_out, v, why, len);
 }
 
+static void drop(struct node_entry *e) {
+  e->at = (struct timespec){0, 0};
+  e->gen++;
+}
+
 void ext_invalidate(struct vg_ext *x, const char *name) {
   struct node_entry *e = ext_entry(x, name);
   if (!e) return;
   pthread_mutex_lock(&x->lock);
-  e->at.tv_sec = 0;
+  drop(e);
+  pthread_mutex_unlock(&x->lock);
+}
+
+void ext_invalidate_known(struct vg_ext *x, const char *name) {
+  pthread_mutex_lock(&x->lock);
+  struct node_entry *e = x->buckets[bucket_of(name)];
+  while (e && strcmp(e->name, name) != 0) e = e->bucket;
+  if (e) drop(e);
+  pthread_mutex_unlock(&x->lock);
+}
+
+void ext_invalidate_all(struct vg_ext *x) {
+  pthread_mutex_lock(&x->lock);
+  for (struct node_entry *e = x->nodes; e; e = e->next) drop(e);
   pthread_mutex_unlock(&x->lock);
 }

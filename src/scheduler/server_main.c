@@ -2,13 +2,15 @@
  * server_main.c -- vgpu-scheduler: the kube-scheduler extender.
  *
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
- *                  [--cache-ttl-ms N]
+ *                  [--cache-ttl-ms N] [--no-watch]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
  * until SIGINT/SIGTERM. See docs/scheduler.md.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
-          "                      [--cache-ttl-ms N]\n"
+          "                      [--cache-ttl-ms N] [--no-watch]\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
           "  --policy NAME       placement policy that scores nodes:");
@@ -31,16 +33,22 @@ static void usage(FILE *f) {
           "                      a pod may choose its own with vgpu.io/node-scheduler-policy,\n"
           "                      and binpack/spread of GPUs with vgpu.io/gpu-scheduler-policy)\n"
           "  --cache-ttl-ms N    reuse a node's inventory and assignments this long in filter\n"
-          "                      and prioritize (default 1000; bind always reads fresh)\n");
+          "                      and prioritize (default 1000; 0 = never; bind always reads\n"
+          "                      fresh); while the Pod and Node watches run, until they change\n"
+          "  --no-watch          do not watch Pods and Nodes (views then live --cache-ttl-ms)\n");
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"listen", required_argument, NULL, 'l'}, {"kubeconfig", required_argument, NULL, 'k'},
-      {"policy", required_argument, NULL, 'p'}, {"cache-ttl-ms", required_argument, NULL, 't'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
+                                       {"kubeconfig", required_argument, NULL, 'k'},
+                                       {"policy", required_argument, NULL, 'p'},
+                                       {"cache-ttl-ms", required_argument, NULL, 't'},
+                                       {"no-watch", no_argument, NULL, 'W'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000;
+  bool watch = true;
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -54,8 +62,21 @@ int main(int argc, char **argv) {
       case 'p':
         policy = optarg;
         break;
-      case 't':
-        ttl = strtol(optarg, NULL, 10);
+      case 't': {
+        char *end;
+        errno = 0;
+        ttl = strtol(optarg, &end, 10);
+        if (*optarg == '\0' || *end != '\0' || errno != 0 || ttl < 0 || ttl > 86400000) {
+          fprintf(stderr,
+                  "vgpu-scheduler: --cache-ttl-ms \"%s\": not milliseconds from 0 to "
+                  "86400000\n",
+                  optarg);
+          return 2;
+        }
+        break;
+      }
+      case 'W':
+        watch = false;
         break;
       case 'h':
         usage(stdout);
@@ -111,6 +132,8 @@ int main(int argc, char **argv) {
     vg_k8s_client_free(client);
     return 1;
   }
+  if (watch && vg_ext_watch_start(x, &err) != 0)
+    vg_warn("vgpu-scheduler: %s; node views live --cache-ttl-ms", err.msg);
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
   vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),

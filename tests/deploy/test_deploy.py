@@ -92,9 +92,9 @@ def check_rbac(objs):
     check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch"}},
           "device plugin ClusterRole is exactly get/patch nodes, get/list/watch pods: %s" % dp)
     ext = rules_of(objs[("ClusterRole", "vgpu-scheduler-extender")])
-    check(ext == {"nodes": {"get", "list"}, "pods": {"get", "list", "watch"},
+    check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch"},
                   "pods/binding": {"create"}},
-          "extender ClusterRole is exactly get/list nodes, get/list/watch pods, create "
+          "extender ClusterRole is exactly get/list/watch nodes and pods, create "
           "pods/binding: %s" % ext)
     le = rules_of(objs[("Role", "vgpu-scheduler-leader-election")])
     check(le == {"leases": {"create"}, "leases@vgpu-scheduler": {"get", "update"}},

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <cmocka.h>
 #include <json-c/json.h>
@@ -144,6 +145,8 @@ static int setup(void **state) {
   ext_add_node("ctx-alone", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_context_reserve = 0;
   ext_add_node("mc-small", 2, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("watch-n", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("nowatch-n", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("mc-big", 4, 16, A100, "[" VGPU16 "]", 0);
   add_holder("mc-big-holder", "mc-big", "nvidia.com/vgpu", "GPU-mc-big-0", 8 * EXT_GIB, 50);
   ext_add_node("excl", 1, 16, A100, "[" VGPU16 "]", 0);
@@ -509,6 +512,63 @@ static void test_restart_recovery(void **s) {
   expect_bound("rr-3", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\"", NULL, "rr");
 }
 
+/* ---- the Pod/Node watch keeps long-lived views honest ---- */
+
+static bool fits_on(const char *node) {
+  char names[64];
+  snprintf(names, sizeof(names), "\"%s\"", node);
+  json_object *res =
+      filter("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"12288\"", NULL, names);
+  bool fits = ext_has_name(res, node);
+  json_object_put(res);
+  return fits;
+}
+
+/* Until /metrics says both watches stream (a view cached before that would
+ * be dropped when they start, which would pass the test for a wrong reason). */
+static void wait_watching(void) {
+  for (int i = 0; i < 100; i++) {
+    char *out = NULL;
+    ext_call("/metrics", NULL, 0, &out);
+    bool up = out && strstr(out, "vgpu_scheduler_watch_up{resource=\"pods\"} 1") &&
+              strstr(out, "vgpu_scheduler_watch_up{resource=\"nodes\"} 1");
+    free(out);
+    if (up) return;
+    usleep(100 * 1000);
+  }
+  fail_msg("the Pod and Node watches did not come up in 10 s");
+}
+
+/* Views kept for 10 minutes: a pod that takes watch-n's GPU behind the
+ * scheduler's back (bound by someone else) is seen within seconds, because
+ * its watch event drops the node's view. The control shows the view really
+ * is kept without the watch, which is what the watch is for. */
+static void test_watch_drops_changed_views(void **s) {
+  (void)s;
+  static const char *const watching[] = {"--cache-ttl-ms", "600000", NULL};
+  static const char *const blind[] = {"--cache-ttl-ms", "600000", "--no-watch", NULL};
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(blind), 0);
+  assert_true(fits_on("nowatch-n")); /* cached from here on */
+  add_holder("nowatch-holder", "nowatch-n", "nvidia.com/vgpu", "GPU-nowatch-n-0", 8 * EXT_GIB, 0);
+  usleep(1500 * 1000);
+  assert_true(fits_on("nowatch-n")); /* stale: nothing told it */
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(watching), 0);
+  wait_watching();
+  assert_true(fits_on("watch-n"));
+  add_holder("watch-holder", "watch-n", "nvidia.com/vgpu", "GPU-watch-n-0", 8 * EXT_GIB, 0);
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; i++) { /* up to 10 s on a loaded machine */
+    seen = !fits_on("watch-n");
+    if (!seen) usleep(100 * 1000);
+  }
+  assert_true(seen);
+  assert_false(fits_on("nowatch-n")); /* and a fresh process read that node fresh */
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(NULL), 0);
+}
+
 /* ---- concurrent filters and binds ---- */
 
 struct worker {
@@ -604,6 +664,7 @@ int main(void) {
       cmocka_unit_test(test_node_policy),
       cmocka_unit_test(test_score_all_containers),
       cmocka_unit_test(test_context_reserve),
+      cmocka_unit_test(test_watch_drops_changed_views),
       cmocka_unit_test(test_recorded_requests),
       cmocka_unit_test(test_restart_recovery),
       cmocka_unit_test(test_concurrent_no_double_booking),
