@@ -23,33 +23,10 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, percentile, start_plugin  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests", "plugin"))
 import fake_kubelet  # noqa: E402  (stub generation only)
-
-
-def start_plugin(build, work, slots):
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "sim"),
-               VGPU_SIM_STATE=os.path.join(work, "sim.state"), VGPU_SIM_DEVICES="2",
-               VGPU_SIM_MEMORY="80g")
-    os.makedirs(os.path.join(work, "dp"))
-    cmd = [os.path.join(build, "bin", "vgpu-device-plugin"), "--plugin-dir",
-           os.path.join(work, "dp"), "--kubelet-socket", "", "--state-dir",
-           os.path.join(work, "state"), "--slots", str(slots)]
-    log = open(os.path.join(work, "plugin.log"), "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-    sock = os.path.join(work, "dp", "vgpu-nvidia.com_vgpu.sock")
-    for _ in range(200):
-        if os.path.exists(sock):
-            return proc, sock
-        time.sleep(0.025)
-    proc.kill()
-    sys.exit("plugin did not start; see " + log.name)
-
-
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100.0 * len(values)))]
 
 
 def run_level(stub, pb, ids, n, calls):
@@ -91,7 +68,7 @@ def main():
     slots = (args.calls * len(levels)) // 2 + 2
     if slots > 1024:
         sys.exit("--calls x levels needs more than 2 x 1024 device IDs; use fewer calls")
-    proc, sock = start_plugin(args.build, work, slots)
+    proc, sock = start_plugin(args.build, work, "dp", gpus=2, slots=slots)
     try:
         channel = grpc.insecure_channel("unix:" + sock)
         stub = svc.DevicePluginStub(channel)

@@ -41,9 +41,9 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, TOKEN, post, start_fake_api  # noqa: E402
 CSV = "/work/shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv"
-TOKEN = "bench-token"
 GIB = 1 << 30
 
 
@@ -54,15 +54,6 @@ def start(cmd, env=None):
         p.kill()
         sys.exit("%s did not print its port: %r" % (cmd[0], line))
     return p, int(line.split()[1])
-
-
-def post(port, path, body, token=None):
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body,
-                                 headers={"Content-Type": "application/json"})
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
 
 
 def node_object(row):
@@ -185,32 +176,24 @@ def main():
     args = ap.parse_args()
     cg_out = os.path.abspath(args.callgrind_out) if args.callgrind else None
     rows = list(csv.DictReader(open(CSV)))
-    api, api_port = start(["/usr/bin/python3", os.path.join(ROOT, "tests", "k8s",
-                                                            "fake_apiserver.py"),
-                           "--token", TOKEN])
-    try:
-        nodes = [node_object(r) for r in rows]
-        rnd = random.Random(42)
-        for n in nodes:
-            post(api_port, "/_test/nodes", json.dumps(n).encode(), TOKEN)
-        for r in rows:
-            if rnd.random() < 0.25:
-                mem = 32 if r["model"] in ("V100M32", "A10") else 16
-                post(api_port, "/_test/pods", json.dumps(holder(r, mem)).encode(), TOKEN)
-        with tempfile.TemporaryDirectory() as work:
-            kc = os.path.join(work, "kubeconfig")
-            with open(kc, "w") as f:
-                f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n"
-                        "  cluster:\n    server: http://127.0.0.1:%d\ncontexts:\n- name: c\n"
-                        "  context: {cluster: k, user: u}\nusers:\n- name: u\n  user:\n"
-                        "    token: %s\n" % (api_port, TOKEN))
+    with tempfile.TemporaryDirectory() as work:
+        api, api_port, kc = start_fake_api(work)
+        try:
+            nodes = [node_object(r) for r in rows]
+            rnd = random.Random(42)
+            for n in nodes:
+                post(api_port, "/_test/nodes", n, TOKEN)
+            for r in rows:
+                if rnd.random() < 0.25:
+                    mem = 32 if r["model"] in ("V100M32", "A10") else 16
+                    post(api_port, "/_test/pods", holder(r, mem), TOKEN)
             print("vgpu-scheduler filter+prioritize, one pod, %s" % os.uname().nodename)
             for mode in args.modes.split(","):
                 samples = min(args.samples, 5) if mode == "names-cold" else args.samples
                 run_mode(mode, args.build, kc, rows, nodes, samples, cg_out)
-    finally:
-        api.terminate()
-        api.wait()
+        finally:
+            api.terminate()
+            api.wait()
 
 
 if __name__ == "__main__":

@@ -19,71 +19,23 @@ Usage: bench/steer_latency.py [--build DIR] [--pods 10,50,110] [--calls N]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, TOKEN, percentile, start_fake_api, start_plugin  # noqa: E402
+from common import post as api_post  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests", "plugin"))
 import fake_kubelet  # noqa: E402
 
 GPUS = 4
-TOKEN = "bench-token"
-
-
-def start_api(work):
-    proc = subprocess.Popen(["/usr/bin/python3", os.path.join(ROOT, "tests", "k8s",
-                                                               "fake_apiserver.py"),
-                             "--token", TOKEN], stdout=subprocess.PIPE, text=True)
-    port = int(proc.stdout.readline().split()[1])
-    kubeconfig = os.path.join(work, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-                "    server: http://127.0.0.1:%d\nusers:\n- name: u\n  user:\n    token: %s\n"
-                "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-                "current-context: x\n" % (port, TOKEN))
-    return proc, port, kubeconfig
-
-
-def post(port, path, obj):
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
-                                 data=json.dumps(obj).encode(), method="POST",
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": "Bearer " + TOKEN})
-    urllib.request.urlopen(req).read()
-
-
-def start_plugin(build, work, name, extra):
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "sim"),
-               VGPU_SIM_STATE=os.path.join(work, "sim.state"), VGPU_SIM_DEVICES=str(GPUS),
-               VGPU_SIM_MEMORY="80g")
-    dp = os.path.join(work, name)
-    os.makedirs(dp)
-    cmd = [os.path.join(build, "bin", "vgpu-device-plugin"), "--plugin-dir", dp,
-           "--kubelet-socket", "", "--state-dir", os.path.join(work, "state-" + name),
-           "--slots", "128"] + extra
-    log = open(os.path.join(work, name + ".log"), "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-    sock = os.path.join(dp, "vgpu-nvidia.com_vgpu.sock")
-    for _ in range(400):
-        if os.path.exists(sock):
-            return proc, sock
-        time.sleep(0.025)
-    proc.kill()
-    sys.exit("plugin did not start; see " + log.name)
 
 
 def assignment(uuid):
     return json.dumps({"version": 1, "node": "node1", "containers": [
         {"name": "c", "resource": "nvidia.com/vgpu",
          "gpus": [{"uuid": uuid, "index": 0, "memory": 1 << 30, "cores": 10}]}]})
-
-
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100.0 * len(values)))]
 
 
 def measure(stub, pb, pr, ids, uuids, pods, calls, steered):
@@ -117,14 +69,14 @@ def main():
     pb, svc = fake_kubelet.load_stubs(os.path.join(ROOT, "src", "plugin", "proto"))
     prpb = fake_kubelet.load_podresources(os.path.join(ROOT, "src", "plugin", "proto"))
     work = tempfile.mkdtemp(prefix="vgpu-bench-steer-")
-    api, port, kubeconfig = start_api(work)
-    post(port, "/_test/nodes", {"metadata": {"name": "node1"}})
+    api, port, kubeconfig = start_fake_api(work)
+    api_post(port, "/_test/nodes", {"metadata": {"name": "node1"}}, TOKEN)
     pr = fake_kubelet.PodResources(grpc, prpb, os.path.join(work, "pod-resources.sock"))
     pr.start()
     steered_proc, steered_sock = start_plugin(
-        args.build, work, "steered", ["--kubeconfig", kubeconfig, "--node-name", "node1",
-                                      "--podresources-socket", pr.sock])
-    plain_proc, plain_sock = start_plugin(args.build, work, "plain", [])
+        args.build, work, "steered", GPUS, 128, ["--kubeconfig", kubeconfig, "--node-name",
+                                                 "node1", "--podresources-socket", pr.sock])
+    plain_proc, plain_sock = start_plugin(args.build, work, "plain", GPUS, 128)
     try:
         stubs = {}
         for name, sock in (("steered", steered_sock), ("plain", plain_sock)):
@@ -138,10 +90,10 @@ def main():
         made = 0
         for pods in [int(x) for x in args.pods.split(",")]:
             for i in range(made, pods):
-                post(port, "/_test/pods", {
+                api_post(port, "/_test/pods", {
                     "metadata": {"name": "p%d" % i, "namespace": "default",
                                  "annotations": {"vgpu.io/assigned": assignment(uuids[i % GPUS])}},
-                    "spec": {"nodeName": "node1", "containers": [{"name": "c"}]}})
+                    "spec": {"nodeName": "node1", "containers": [{"name": "c"}]}}, TOKEN)
             made = pods
             plain, _ = measure(stubs["plain"], pb, pr, ids, uuids, pods, args.calls, False)
             steer, wrong = measure(stubs["steered"], pb, pr, ids, uuids, pods, args.calls, True)
