@@ -17,7 +17,6 @@ Usage: bench/allocate_latency.py [--build DIR] [--levels 1,8,32,64] [--calls N]
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
