@@ -35,28 +35,10 @@
 
 #include "cuda_abi.h"
 #include "nvml_abi.h"
+#include "probe_util.h"
 #include "size.h"
 
 #define MAX_OBJECTS 4096
-
-static void fail(const char *what, CUresult rc) {
-  printf("{\"error\":\"%s\",\"rc\":%d}\n", what, (int)rc);
-  exit(3);
-}
-
-static int env_int(const char *name) {
-  const char *v = getenv(name);
-  return v != NULL ? atoi(v) : 0;
-}
-
-static void setup(void) {
-  CUcontext ctx;
-  CUresult rc = cuInit(0);
-  if (rc != CUDA_SUCCESS) fail("cuInit", rc);
-  if ((rc = cuDevicePrimaryCtxRetain(&ctx, env_int("PROBE_DEVICE"))) != CUDA_SUCCESS)
-    fail("retain", rc);
-  if ((rc = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) fail("setcurrent", rc);
-}
 
 /* Allocates size until out of memory (at most 1000); returns how many. */
 static int fill(size_t size, CUresult *last) {
@@ -64,16 +46,6 @@ static int fill(size_t size, CUresult *last) {
   int n = 0;
   while (n < 1000 && (*last = cuMemAlloc_v2(&p, size)) == CUDA_SUCCESS) n++;
   return n;
-}
-
-static size_t arg_size(const char *s) {
-  uint64_t v;
-  struct vg_err err;
-  if (vg_parse_size(s, &v, &err) != 0) {
-    fprintf(stderr, "probe: %s\n", err.msg);
-    exit(2);
-  }
-  return (size_t)v;
 }
 
 struct object {
@@ -344,43 +316,6 @@ static int cmd_threads(int threads, size_t size) {
   return 0;
 }
 
-static const char g_nop_ptx[] =
-    ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry vg_nop()\n{\n\tret;\n}\n";
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-#define GRAPH_NODES 4
-
-/* A graph of GRAPH_NODES kernels, built directly or by stream capture. */
-static CUgraphExec make_graph(CUfunction f, bool capture, CUstream stream) {
-  CUgraph graph = NULL;
-  CUgraphExec exec = NULL;
-  if (capture) {
-    if (cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) != 0) fail("capture", 0);
-    for (int i = 0; i < GRAPH_NODES; i++)
-      cuLaunchKernel(f, 432, 1, 1, 256, 1, 1, 0, stream, NULL, NULL);
-    if (cuStreamEndCapture(stream, &graph) != 0) fail("endcapture", 0);
-  } else {
-    if (cuGraphCreate(&graph, 0) != 0) fail("graphcreate", 0);
-    CUDA_KERNEL_NODE_PARAMS p = {.func = f,
-                                 .gridDimX = 432,
-                                 .gridDimY = 1,
-                                 .gridDimZ = 1,
-                                 .blockDimX = 256,
-                                 .blockDimY = 1,
-                                 .blockDimZ = 1};
-    CUgraphNode node;
-    for (int i = 0; i < GRAPH_NODES; i++)
-      if (cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &p) != 0) fail("addnode", 0);
-  }
-  if (cuGraphInstantiateWithFlags(&exec, graph, 0) != 0) fail("instantiate", 0);
-  return exec;
-}
-
 /* One submission of kind; returns the kernels it carries. */
 static int submit(const char *kind, CUfunction f, CUgraphExec exec, CUstream stream) {
   CUresult rc;
@@ -410,11 +345,8 @@ static int submit(const char *kind, CUfunction f, CUgraphExec exec, CUstream str
 
 static int cmd_launch(const char *kind, double seconds, int interval_ms) {
   setup();
-  CUmodule mod;
-  CUfunction f;
+  CUfunction f = nop_kernel();
   CUstream stream = NULL;
-  if (cuModuleLoadData(&mod, g_nop_ptx) != 0 || cuModuleGetFunction(&f, mod, "vg_nop") != 0)
-    fail("module", 0);
   bool graph = strcmp(kind, "graph") == 0, capture = strcmp(kind, "capture") == 0;
   if ((graph || capture) && cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != 0) fail("stream", 0);
   CUgraphExec exec = (graph || capture) ? make_graph(f, capture, stream) : NULL;

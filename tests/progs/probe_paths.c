@@ -30,41 +30,10 @@
 #include <unistd.h>
 
 #include "cuda_abi.h"
+#include "probe_util.h"
 #include "size.h"
 
-#define GRAPH_NODES 4
 #define PTSZ CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-
-static void fail(const char *what, CUresult rc) {
-  printf("{\"error\":\"%s\",\"rc\":%d}\n", what, (int)rc);
-  exit(3);
-}
-
-static void setup(void) {
-  CUcontext ctx;
-  const char *dev = getenv("PROBE_DEVICE");
-  CUresult rc = cuInit(0);
-  if (rc != CUDA_SUCCESS) fail("cuInit", rc);
-  if ((rc = cuDevicePrimaryCtxRetain(&ctx, dev != NULL ? atoi(dev) : 0)) != CUDA_SUCCESS)
-    fail("retain", rc);
-  if ((rc = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) fail("setcurrent", rc);
-}
-
-static size_t arg_size(const char *s) {
-  uint64_t v;
-  struct vg_err err;
-  if (vg_parse_size(s, &v, &err) != 0) {
-    fprintf(stderr, "probe_paths: %s\n", err.msg);
-    exit(2);
-  }
-  return (size_t)v;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const char *json_bool(bool b) { return b ? "true" : "false"; }
 
@@ -87,33 +56,9 @@ static void *fetch(const char *via, const char *base, void *direct) {
   return fn;
 }
 
-static const char g_nop_ptx[] =
-    ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry vg_nop()\n{\n\tret;\n}\n";
-
-static CUgraphExec make_graph(CUfunction f) {
-  CUgraph graph = NULL;
-  CUgraphExec exec = NULL;
-  CUDA_KERNEL_NODE_PARAMS p = {.func = f,
-                               .gridDimX = 432,
-                               .gridDimY = 1,
-                               .gridDimZ = 1,
-                               .blockDimX = 256,
-                               .blockDimY = 1,
-                               .blockDimZ = 1};
-  CUgraphNode node;
-  if (cuGraphCreate(&graph, 0) != CUDA_SUCCESS) fail("graphcreate", 0);
-  for (int i = 0; i < GRAPH_NODES; i++)
-    if (cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &p) != CUDA_SUCCESS) fail("addnode", 0);
-  if (cuGraphInstantiateWithFlags(&exec, graph, 0) != CUDA_SUCCESS) fail("instantiate", 0);
-  return exec;
-}
-
 static int cmd_launch(const char *via, const char *kind, double seconds) {
   setup();
-  CUmodule mod;
-  CUfunction f;
-  if (cuModuleLoadData(&mod, g_nop_ptx) != 0 || cuModuleGetFunction(&f, mod, "vg_nop") != 0)
-    fail("module", 0);
+  CUfunction f = nop_kernel();
   __typeof__(cuLaunchKernelEx_ptsz) *ex = NULL;
   __typeof__(cuLaunchCooperativeKernel_ptsz) *coop = NULL;
   __typeof__(cuGraphLaunch_ptsz) *graph = NULL;
@@ -130,7 +75,7 @@ static int cmd_launch(const char *via, const char *kind, double seconds) {
   } else if (strcmp(kind, "graph") == 0) {
     graph = (__typeof__(graph))fetch(via, "cuGraphLaunch", (void *)cuGraphLaunch_ptsz);
     fn = (void *)graph, export = "cuGraphLaunch_ptsz";
-    exec = make_graph(f);
+    exec = make_graph(f, false, NULL);
   } else {
     fprintf(stderr, "probe_paths: unknown kind %s\n", kind);
     return 2;
