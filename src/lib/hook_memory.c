@@ -16,17 +16,12 @@
 #include "state.h"
 
 /* The common shape: reserve on dev, call, commit or cancel. */
-#define VG_ALLOC_CALL(dev, size, dptr, call) VG_ALLOC_CALL_IN(dev, NULL, size, dptr, call)
-
-/* As VG_ALLOC_CALL, the allocation belonging to context owner (NULL: the
- * current one), whose teardown refunds it. */
-#define VG_ALLOC_CALL_IN(dev, owner, size, dptr, call)                             \
+#define VG_ALLOC_CALL(dev, size, dptr, call)                                       \
   do {                                                                             \
     if ((dptr) == NULL || (size) == 0) return (call);                              \
     struct vg_charge c;                                                            \
     enum vg_charge_rc cr = vg_charge_begin((dev), vg_charge_bytes(size), &c);      \
     if (vg_charge_error(cr) != CUDA_SUCCESS) return (CUresult)vg_charge_error(cr); \
-    if ((owner) != NULL) c.ctx = (uint64_t)(uintptr_t)(owner);                     \
     CUresult rc = (call);                                                          \
     if (rc != CUDA_SUCCESS) {                                                      \
       vg_charge_cancel(&c);                                                        \
