@@ -69,8 +69,9 @@ bool vg_charge_resize(struct vg_charge *c, uint64_t bytes) {
 bool vg_charge_commit(struct vg_charge *c, enum vg_alloc_kind kind, uint64_t key) {
   if (c->dev < 0) return true;
   struct vg_alloc old;
-  int rc = vg_alloc_put(kind, key,
-                        (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx}, &old);
+  int rc = vg_alloc_put(
+      kind, key,
+      (struct vg_alloc){.dev = c->dev, .bytes = c->bytes, .ctx = c->ctx, .link = c->pool}, &old);
   if (rc == 1) vg_state_release(old.dev, old.bytes); /* its free never reached us */
   if (rc >= 0) return true;
   vg_error("cannot record an allocation (out of host memory)");

@@ -158,30 +158,16 @@ bool vg_pool_commit(struct vg_charge *c, uint64_t owner, CUdeviceptr ptr) {
     p->busy = false;
   } else {
     end_take(c);
+    c->pool = 0; /* recorded without a pool */
   }
   if (owner != 0) c->ctx = owner;
-  struct vg_alloc old;
-  int rc =
-      c->dev < 0
-          ? 0
-          : vg_alloc_put(
-                VG_ALLOC_MEMORY, ptr,
-                (struct vg_alloc){
-                    .dev = c->dev, .bytes = c->bytes, .ctx = c->ctx, .link = pooled ? c->pool : 0},
-                &old);
-  if (rc == 1) vg_state_release(old.dev, old.bytes); /* its free never reached us */
-  if (rc < 0) {
-    vg_error("cannot record an allocation (out of host memory)");
-    vg_charge_cancel(c);
-    vg_pool_unlock();
-    return false;
-  }
-  if (pooled) {
+  bool ok = vg_charge_commit(c, VG_ALLOC_MEMORY, ptr);
+  if (ok && pooled) {
     p->live += c->bytes;
     settle(p);
   }
   vg_pool_unlock();
-  return true;
+  return ok;
 }
 
 void vg_pool_freed(struct vg_charge *c) {
