@@ -10,6 +10,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "json_text.h"
+
 /* "1024" for whole MiB, "1.5" otherwise. */
 static const char *mib(uint64_t bytes, char *buf, size_t len) {
   if (bytes % (1ULL << 20) == 0)
@@ -55,24 +57,10 @@ void burn_report_hold(uint64_t bytes, double seconds) {
   fflush(stdout);
 }
 
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s != '\0'; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
 void burn_report_json(const struct burn_summary *s) {
   const struct burn_kernel *k = s->kernel;
   printf("{\"device\":%d,\"device_name\":", s->gpu->ordinal);
-  json_string(s->gpu->name);
+  vg_json_fputs(stdout, s->gpu->name);
   printf(",\"allocated_bytes\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"oom\":%s", s->allocated_bytes,
          s->chunks, s->oom ? "true" : "false");
   printf(",\"requested_bytes\":%" PRIu64 ",\"chunk_bytes\":%" PRIu64,

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "json_text.h"
 #include "region.h"
 #include "size.h"
 
@@ -100,19 +101,6 @@ static void json_pct(const char *key, int ok, double pct) {
     printf(",\"%s\":null", key);
 }
 
-static void json_string(const char *key, const char *v) {
-  printf(",\"%s\":\"", key);
-  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      printf("\\%c", *p);
-    else if (*p < 0x20)
-      printf("\\u%04x", *p);
-    else
-      putchar(*p);
-  }
-  putchar('"');
-}
-
 /* Fields are only ever added here: scripts read this. */
 static void print_json(const struct vg_shm *shm, const struct vg_util *u) {
   const struct vg_region *r = vg_region_of(shm);
@@ -130,7 +118,10 @@ static void print_json(const struct vg_shm *shm, const struct vg_util *u) {
     json_pct("sm_util_pct", u[d].ok, u[d].sm_pct);
     json_pct("sm_util_others_pct", u[d].ok, u[d].others_pct);
     json_pct("gpu_util_pct", u[d].gpu_pct >= 0, u[d].gpu_pct);
-    if (!u[d].ok) json_string("sm_util_error", u[d].why);
+    if (!u[d].ok) {
+      printf(",\"sm_util_error\":");
+      vg_json_fputs(stdout, u[d].why);
+    }
     printf("}");
   }
   printf("],\"processes\":[");
