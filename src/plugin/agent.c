@@ -10,6 +10,7 @@
 #include "health.h"
 #include "inventory.h"
 #include "k8s.h"
+#include "log.h"
 #include "metrics_http.h"
 #include "podresources.h"
 #include "steer.h"
@@ -55,21 +56,21 @@ static void on_health(const struct vg_gpu_health *states, unsigned n, void *arg)
   pthread_mutex_unlock(&a->lock);
   for (unsigned j = 0; j < n; j++)
     if (!states[j].healthy)
-      vg_plog("GPU %s is Unhealthy (%s)", states[j].uuid, states[j].lost ? "lost" : "critical XID");
+      vg_info("GPU %s is Unhealthy (%s)", states[j].uuid, states[j].lost ? "lost" : "critical XID");
   vg_plugin_set_gpus(a->plugin, copy, ngpus);
 }
 
 static void start_k8s(struct vg_agent *a, const struct vg_agent_opts *o) {
   struct vg_err err;
   if (vg_k8s_config_load(&a->kcfg, o->kubeconfig, &err) != 0) {
-    vg_plog(
+    vg_info(
         "Kubernetes API: %s; the Node inventory is not published and pod limits cannot be "
         "bound (such containers fail closed)",
         err.msg);
     return;
   }
   a->k8s = vg_k8s_client_new(&a->kcfg, &err);
-  if (a->k8s == NULL) vg_plog("Kubernetes API: %s", err.msg);
+  if (a->k8s == NULL) vg_info("Kubernetes API: %s", err.msg);
 }
 
 static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
@@ -77,12 +78,12 @@ static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
   struct vg_err err;
   a->binder = vg_binder_new(a->cfg, a->k8s, o->podresources_socket, o->state_dir, &err);
   if (a->binder == NULL) {
-    vg_plog("binder: %s; vgpu/cce containers will fail closed", err.msg);
+    vg_info("binder: %s; vgpu/cce containers will fail closed", err.msg);
     return;
   }
   vg_binder_set_gpus(a->binder, a->gpus, a->ngpus);
   if (vg_binder_start(a->binder, &err) != 0) {
-    vg_plog("binder: %s", err.msg);
+    vg_info("binder: %s", err.msg);
     return;
   }
   vg_plugin_set_allocate_observer(a->plugin, vg_binder_wake_fn, a->binder);
@@ -91,7 +92,7 @@ static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
 static void start_inventory(struct vg_agent *a) {
   if (a->k8s == NULL) return;
   if (a->node[0] == '\0') {
-    vg_plog("no --node-name (nor NODE_NAME): the Node inventory is not published");
+    vg_info("no --node-name (nor NODE_NAME): the Node inventory is not published");
     return;
   }
   a->inventory = vg_inventory_new(a->k8s, a->node, 0);
@@ -108,7 +109,7 @@ static void start_steer(struct vg_agent *a, const struct vg_agent_opts *o) {
   struct vg_err err;
   a->steer = vg_steer_new(a->k8s, a->node, o->podresources_socket, a->plugin->debug, &err);
   if (a->steer == NULL) {
-    vg_plog("%s; device choice ignores the scheduler's assignment", err.msg);
+    vg_info("%s; device choice ignores the scheduler's assignment", err.msg);
     return;
   }
   vg_plugin_set_preference_source(a->plugin, vg_steer_prefer_fn, a->steer);
@@ -118,7 +119,7 @@ static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
   if (a->health == NULL || vg_health_start(a->health) != 0)
-    vg_plog("health checks: %s; every GPU stays Healthy", a->health == NULL ? err : "no thread");
+    vg_info("health checks: %s; every GPU stays Healthy", a->health == NULL ? err : "no thread");
 }
 
 /* /metrics (docs/metrics.md), reading the same sources as everything else. */
@@ -136,7 +137,7 @@ static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, stru
                                                a->plugin, a->binder,    a->steer};
   a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
   if (a->metrics == NULL) return -1;
-  vg_plog("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
+  vg_info("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
   return 0;
 }
 

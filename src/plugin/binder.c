@@ -1,8 +1,5 @@
 /* binder.c -- see binder.h and docs/allocation.md ("Binder"). */
 #include "binder.h"
-#include "device_id.h"
-#include "log.h"
-#include "once.h"
 
 #include "slot.h"
 
@@ -20,7 +17,10 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "device_id.h"
 #include "k8s.h"
+#include "log.h"
+#include "once.h"
 #include "podresources.h"
 #include "region.h"
 

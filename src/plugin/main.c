@@ -13,9 +13,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "agent.h"
 #include "devices.h"
+#include "log.h"
 #include "plugin.h"
 #include "registration.h"
 
@@ -186,17 +186,17 @@ int main(int argc, char **argv) {
   unsigned ngpus = 0;
   char err[512];
   if (vg_gpus_discover(gpus, &ngpus, err, sizeof(err)) != 0) {
-    vg_plog("GPU discovery: %s; advertising no devices", err);
+    vg_info("GPU discovery: %s; advertising no devices", err);
     ngpus = 0;
   }
   for (unsigned i = 0; i < ngpus; i++)
-    vg_plog("GPU %u: %s %s, %llu MiB", gpus[i].index, gpus[i].uuid, gpus[i].name,
+    vg_info("GPU %u: %s %s, %llu MiB", gpus[i].index, gpus[i].uuid, gpus[i].name,
             (unsigned long long)(gpus[i].memory >> 20));
 
   static struct vg_plugin plugin;
   vg_plugin_init(&plugin, &opts, gpus, ngpus);
   for (size_t i = 0; i < plugin.nres; i++)
-    vg_plog("resource %s (%s dialect): socket %s", plugin.res[i].name,
+    vg_info("resource %s (%s dialect): socket %s", plugin.res[i].name,
             vg_dialect_name(plugin.res[i].dialect), plugin.res[i].endpoint);
   agent_opts.state_dir = opts.state_dir;
   agent_opts.metrics = metrics;

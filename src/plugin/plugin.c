@@ -1,7 +1,5 @@
 /* plugin.c -- see plugin.h. */
 #include "plugin.h"
-#include "device_id.h"
-#include "slot.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -13,16 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "device_id.h"
 #include "deviceplugin.pb-c.h"
 #include "log.h"
 #include "region.h"
-
-void vg_plog(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vg_logv(VG_LOG_INFO, fmt, ap);
-  va_end(ap);
-}
+#include "slot.h"
 
 static void pdebug(const struct vg_plugin *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -603,7 +596,7 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
         allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
       free(gpus);
-      vg_plog("%s", detail);
+      vg_info("%s", detail);
       return st;
     }
     r->container_responses[r->n_container_responses++] = one;

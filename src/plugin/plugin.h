@@ -97,7 +97,4 @@ void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg),
  * when it has no opinion the plugin's own rule applies. NULL removes it. */
 void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn, void *arg);
 
-/* One line on stderr, prefixed with the program name. */
-void vg_plog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
+#include "log.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -64,7 +65,7 @@ static int serve(struct vg_resource *r, const struct vg_reg_opts *o) {
   pthread_mutex_lock(&r->server_lock);
   r->server = s;
   pthread_mutex_unlock(&r->server_lock);
-  vg_plog("serving %s on %s", r->name, path);
+  vg_info("serving %s on %s", r->name, path);
   return 0;
 }
 
@@ -97,7 +98,7 @@ static void register_again(struct reg_state *st, long long at) {
 int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int sigfd) {
   struct reg_state state[VG_PLUGIN_MAX_RESOURCES];
   memset(state, 0, sizeof(state));
-  if (p->nres == 0) vg_plog("the configuration advertises no resource; nothing to serve");
+  if (p->nres == 0) vg_info("the configuration advertises no resource; nothing to serve");
   for (size_t i = 0; i < p->nres; i++) {
     if (serve(&p->res[i], o) != 0) {
       for (size_t j = 0; j < i; j++) unserve(&p->res[j]);
@@ -108,23 +109,23 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
     state[i].backoff = BACKOFF_MIN_MS;
   }
   bool want_register = o->kubelet_socket != NULL && o->kubelet_socket[0] != '\0';
-  if (!want_register) vg_plog("no kubelet socket given: serving without registering");
+  if (!want_register) vg_info("no kubelet socket given: serving without registering");
 
   int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   int wd_plugin = -1, wd_kubelet = -1;
   char kubelet_dir[PATH_MAX] = "";
   if (ino < 0) {
-    vg_plog("inotify: %s; kubelet restarts are noticed by polling only", strerror(errno));
+    vg_info("inotify: %s; kubelet restarts are noticed by polling only", strerror(errno));
   } else {
     wd_plugin = inotify_add_watch(ino, o->plugin_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO);
-    if (wd_plugin < 0) vg_plog("inotify on %s: %s", o->plugin_dir, strerror(errno));
+    if (wd_plugin < 0) vg_info("inotify on %s: %s", o->plugin_dir, strerror(errno));
     if (want_register) {
       snprintf(kubelet_dir, sizeof(kubelet_dir), "%s", o->kubelet_socket);
       char *slash = strrchr(kubelet_dir, '/');
       if (slash != NULL) *slash = '\0';
       if (slash == NULL) snprintf(kubelet_dir, sizeof(kubelet_dir), ".");
       wd_kubelet = inotify_add_watch(ino, kubelet_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO);
-      if (wd_kubelet < 0) vg_plog("inotify on %s: %s", kubelet_dir, strerror(errno));
+      if (wd_kubelet < 0) vg_info("inotify on %s: %s", kubelet_dir, strerror(errno));
     }
   }
   const char *kubelet_name = want_register ? base_name(o->kubelet_socket) : "";
@@ -149,10 +150,10 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
           st->registered = true;
           st->backoff = BACKOFF_MIN_MS;
           st->last_err[0] = '\0';
-          vg_plog("registered %s with the kubelet at %s (endpoint %s)", r->name, o->kubelet_socket,
+          vg_info("registered %s with the kubelet at %s (endpoint %s)", r->name, o->kubelet_socket,
                   r->endpoint);
         } else {
-          if (strcmp(err, st->last_err) != 0) vg_plog("%s", err); /* each distinct failure once */
+          if (strcmp(err, st->last_err) != 0) vg_info("%s", err); /* each distinct failure once */
           snprintf(st->last_err, sizeof(st->last_err), "%s", err);
           st->next_try = now_ms() + st->backoff;
           st->backoff = st->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : st->backoff * 2;
@@ -167,7 +168,7 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
     struct pollfd fds[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = ino, .events = POLLIN}};
     int n = poll(fds, ino >= 0 ? 2 : 1, timeout);
     if (n < 0 && errno != EINTR) {
-      vg_plog("poll: %s", strerror(errno));
+      vg_info("poll: %s", strerror(errno));
       rc = 1;
       break;
     }
@@ -180,16 +181,16 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
           unsigned ng = 0;
           char err[512];
           if (vg_gpus_discover(gpus, &ng, err, sizeof(err)) == 0) {
-            vg_plog("SIGUSR1: %u GPUs found again; sending the device list", ng);
+            vg_info("SIGUSR1: %u GPUs found again; sending the device list", ng);
             vg_plugin_set_gpus(p, gpus, ng);
           } else {
-            vg_plog("SIGUSR1: GPU discovery: %s; keeping the device list", err);
+            vg_info("SIGUSR1: GPU discovery: %s; keeping the device list", err);
           }
         } else if (si.ssi_signo == SIGHUP) {
-          vg_plog("SIGHUP: registering again");
+          vg_info("SIGHUP: registering again");
           for (size_t i = 0; i < p->nres; i++) register_again(&state[i], now_ms());
         } else {
-          vg_plog("signal %u: stopping", si.ssi_signo);
+          vg_info("signal %u: stopping", si.ssi_signo);
           break;
         }
       }
@@ -204,13 +205,13 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
           if (ev->len == 0) continue;
           if (want_register && ev->wd == wd_kubelet && strcmp(ev->name, kubelet_name) == 0) {
             if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
-              vg_plog("%s created (kubelet restart): registering again", o->kubelet_socket);
+              vg_info("%s created (kubelet restart): registering again", o->kubelet_socket);
               for (size_t i = 0; i < p->nres; i++) {
                 register_again(&state[i], now_ms());
                 state[i].last_err[0] = '\0';
               }
             } else if (ev->mask & IN_DELETE) {
-              vg_plog("%s removed: the kubelet stopped; waiting for it", o->kubelet_socket);
+              vg_info("%s removed: the kubelet stopped; waiting for it", o->kubelet_socket);
               for (size_t i = 0; i < p->nres; i++) {
                 state[i].registered = false;
                 state[i].next_try = now_ms() + BACKOFF_MAX_MS;
@@ -224,7 +225,7 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
               snprintf(own_path, sizeof(own_path), "%s/%s", o->plugin_dir, r->endpoint);
               struct stat sb;
               if (stat(own_path, &sb) == 0) continue; /* our own restart: already back */
-              vg_plog("%s was removed (kubelet restart?): serving again", own_path);
+              vg_info("%s was removed (kubelet restart?): serving again", own_path);
               unserve(r);
               state[i].have_server = false;
               register_again(&state[i], now_ms());

@@ -10,8 +10,9 @@
 
 #include "assignment.h"
 #include "device_id.h"
-#include "once.h"
 #include "k8s.h"
+#include "log.h"
+#include "once.h"
 #include "plugin.h"
 #include "podresources.h"
 
@@ -176,7 +177,7 @@ static void note_malformed(struct vg_steer *s, const char *ns, const char *pod, 
   bool first = vg_once_first(&s->logged, key);
   pthread_mutex_unlock(&s->lock);
   if (first)
-    vg_plog("steer: pod %s: %s; its GPUs cannot be steered (the binder refuses it)", key, why);
+    vg_info("steer: pod %s: %s; its GPUs cannot be steered (the binder refuses it)", key, why);
 }
 
 struct candidates {
@@ -251,14 +252,14 @@ size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, co
     bool changed = strcmp(s->last_error, err.msg) != 0;
     if (changed) snprintf(s->last_error, sizeof(s->last_error), "%s", err.msg);
     pthread_mutex_unlock(&s->lock);
-    if (changed) vg_plog("steer: %s; the plugin's own preference applies meanwhile", err.msg);
+    if (changed) vg_info("steer: %s; the plugin's own preference applies meanwhile", err.msg);
     return 0;
   }
   pthread_mutex_lock(&s->lock);
   bool recovered = s->last_error[0] != '\0';
   s->last_error[0] = '\0';
   pthread_mutex_unlock(&s->lock);
-  if (recovered) vg_plog("steer: the kubelet's PodResources and the API server answer again");
+  if (recovered) vg_info("steer: the kubelet's PodResources and the API server answer again");
   struct candidates cs = {NULL, 0, 0, 0};
   json_object *items = NULL;
   json_object_object_get_ex(pods, "items", &items);
@@ -269,7 +270,7 @@ size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, co
   const struct candidate *best = pick(&cs, &ambiguous);
   size_t got = best != NULL ? answer(rq, &best->gpus, out) : 0;
   if (got == rq->size && s->debug)
-    vg_plog("steer: %s for %s/%s container %s%s", rq->resource, best->ns, best->pod,
+    vg_info("steer: %s for %s/%s container %s%s", rq->resource, best->ns, best->pod,
             best->gpus.name, ambiguous ? " (ambiguous: oldest pod first)" : "");
   pthread_mutex_lock(&s->lock);
   if (best == NULL && cs.no_room == 0)
