@@ -211,11 +211,17 @@ static unsigned bucket_of(const char *name) {
   return h % EXT_BUCKETS;
 }
 
+/* The entry for name, or NULL. Lock held. */
+static struct node_entry *find_entry(struct vg_ext *x, const char *name) {
+  struct node_entry *e = x->buckets[bucket_of(name)];
+  while (e && strcmp(e->name, name) != 0) e = e->bucket;
+  return e;
+}
+
 struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
   unsigned b = bucket_of(name);
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = x->buckets[b];
-  while (e && strcmp(e->name, name) != 0) e = e->bucket;
+  struct node_entry *e = find_entry(x, name);
   if (!e && (e = calloc(1, sizeof(*e)))) {
     snprintf(e->name, sizeof(e->name), "%s", name);
     pthread_mutex_init(&e->bind_lock, NULL);
@@ -329,8 +335,7 @@ void ext_invalidate(struct vg_ext *x, const char *name) {
 
 void ext_invalidate_known(struct vg_ext *x, const char *name) {
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = x->buckets[bucket_of(name)];
-  while (e && strcmp(e->name, name) != 0) e = e->bucket;
+  struct node_entry *e = find_entry(x, name);
   if (e) drop(e);
   pthread_mutex_unlock(&x->lock);
 }
