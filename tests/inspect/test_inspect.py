@@ -245,7 +245,7 @@ def test_specific_json(args, tmp):
               "warnings: malformed assignment named")
         check("assigned GPU GPU-gone is not in node good's inventory" in w,
               "warnings: unknown GPU named")
-        check('aliyun.com/gpu-mem is not a whole number ("1.5")' in w,
+        check("aliyun.com/gpu-mem: quantity '1.5' is not a whole number" in w,
               "warnings: odd quantity named")
         check("pod default/huge container c: aliyun.com/gpu-mem: 9223372036854775807 is more "
               "memory than can be counted" in w, "warnings: huge quantity named")

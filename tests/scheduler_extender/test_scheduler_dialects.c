@@ -161,6 +161,8 @@ static int setup(void **state) {
                "\"unit\":-5}]",
                0);
   ext_add_node("huge", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("canon-v", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("canon-gs", 1, 16, A100, "[" GS_MIB "]", 0);
   add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   return ext_sched_start(NULL);
@@ -191,6 +193,42 @@ static void test_gpushare(void **s) {
   /* MiB units: seed 002's 3803. */
   expect_bound("gs-mib-pod", "\"aliyun.com/gpu-mem\":\"3803\"", NULL, "gs-mib");
   expect_assigned("gs-mib-pod", "\"memory\":3987734528,");
+}
+
+/* ---- quantities as the API server hands them back ---- */
+
+/* kube-apiserver stores quantities canonical: 3000 comes back as "3k", 8000
+ * MiB of gpushare as "8k", 4096Mi as "4Gi"; users may also write 1Ki or 3e3.
+ * Each must place, at the amount it stands for. */
+static void test_canonical_quantities(void **s) {
+  (void)s;
+  static const char *const fits[][2] = {
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3k\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3e3\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4Gi\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"5e1\"", "canon-v"},
+      {"\"aliyun.com/gpu-mem\":\"8k\"", "canon-gs"},
+      {"\"aliyun.com/gpu-mem\":\"1Ki\"", "canon-gs"},
+  };
+  for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+    char names[64];
+    snprintf(names, sizeof(names), "\"%s\"", fits[i][1]);
+    json_object *res = filter(fits[i][0], NULL, names);
+    if (!ext_has_name(res, fits[i][1]))
+      fail_msg("%s on %s: %s", fits[i][0], fits[i][1], json_object_to_json_string(res));
+    json_object_put(res);
+  }
+  /* Bound, the pods read back from the API server hold what they asked. */
+  expect_bound("canon-3k", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3k\"", NULL,
+               "canon-v");
+  expect_assigned("canon-3k", "\"memory\":3145728000,"); /* 3000 MiB */
+  expect_bound("canon-3e3", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3e3\"", NULL,
+               "canon-v");
+  expect_assigned("canon-3e3", "\"memory\":3145728000,");
+  expect_bound("canon-8k", "\"aliyun.com/gpu-mem\":\"8k\"", NULL, "canon-gs");
+  expect_assigned("canon-8k", "\"memory\":8388608000,"); /* 8000 MiB units */
+  expect_bound("canon-1ki", "\"aliyun.com/gpu-mem\":\"1Ki\"", NULL, "canon-gs");
+  expect_assigned("canon-1ki", "\"memory\":1073741824,"); /* 1024 MiB units */
 }
 
 /* ---- time-slicing ---- */
@@ -654,6 +692,7 @@ static void test_nodelist_cache(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpushare),
+      cmocka_unit_test(test_canonical_quantities),
       cmocka_unit_test(test_time_slicing),
       cmocka_unit_test(test_cce),
       cmocka_unit_test(test_vgpu_percentage_mix_exclusive),
