@@ -4,7 +4,8 @@
  * The extender is split by concern:
  *   extender_request.c  a Pod -> struct pod_req: each GPU container's dialect,
  *                       amounts and the pod's selection/policy annotations,
- *                       validated (a bad request is a 400 naming what is wrong)
+ *                       validated (a bad request fails every node, naming
+ *                       what is wrong)
  *   extender_view.c     a Node -> struct node_view: its GPUs from the inventory
  *                       annotation minus what the assignments of its pods hold;
  *                       the per-node cache and bind locks

@@ -4,7 +4,8 @@
  * units), time-slicing (nvidia.com/gpu, nvidia.com/gpu.shared), CCE (128 MiB
  * units, core percentage, one isolation mode per GPU, slice cap) and vgpu's
  * gpumem-percentage; several dialects on one GPU sharing one account;
- * validation (400s) and FailedNodes reasons; GPU type/UUID selection;
+ * validation (refusals in FailedNodes and FailedAndUnresolvableNodes) and
+ * FailedNodes reasons; GPU type/UUID selection;
  * binpack/spread at GPU and node level with the per-pod overrides; recorded
  * kube-scheduler request bodies fed verbatim; restart recovery; concurrent
  * filters and binds that must not double-book.
@@ -80,15 +81,14 @@ static void expect_misfit(const char *limits, const char *annotations, const cha
   json_object_put(res);
 }
 
-/* Filter must answer 400 with an Error containing part. */
-static void filter_400(const char *limits, const char *annotations, const char *part) {
-  char *pod = ext_pod_json("probe", limits, annotations, NULL, NULL);
-  char *body = ext_args_names(pod, "\"gs-a\"");
-  json_object *res = ext_post("/filter", body, 400);
-  ext_expect_contains(json_object_get_string(json_object_object_get(res, "Error")), part);
+/* A request no node can satisfy: 200 (kube-scheduler drops the body of
+ * anything else), the node failed in both maps with a reason containing
+ * part; no Error, which would fail the scheduling cycle instead. */
+static void filter_refused(const char *limits, const char *annotations, const char *part) {
+  json_object *res = filter(limits, annotations, "\"gs-a\"");
+  ext_expect_refused(res, "gs-a", part);
+  assert_int_equal(json_object_get_string_len(json_object_object_get(res, "Error")), 0);
   json_object_put(res);
-  free(body);
-  free(pod);
 }
 
 /* Creates pod `name`, binds it to node; the bind Error ("" = bound). */
@@ -320,31 +320,40 @@ static void test_out_of_range(void **s) {
 
 static void test_validation(void **s) {
   (void)s;
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"", NULL,
-             "multiple of 5 and at most 100");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"105\"", NULL,
-             "multiple of 5 and at most 100");
-  filter_400("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"256Mi\"", NULL, "units of 128 MiB");
-  filter_400("\"aliyun.com/gpu-mem\":\"2\",\"nvidia.com/vgpu\":\"1\"", NULL,
-             "one dialect per container");
-  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpu\":\"1\"", NULL,
-             "one GPU resource per container");
-  filter_400("\"nvidia.com/gpu.shared\":\"1\",\"nvidia.com/gpucores\":\"10\"", NULL,
-             "time-slicing, which takes no");
-  filter_400(
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"",
+                 NULL, "multiple of 5 and at most 100");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"105\"",
+                 NULL, "multiple of 5 and at most 100");
+  filter_refused("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
+  /* Quantities: the parser's reason, naming the text. */
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1.5k5\"", NULL,
+                 "nvidia.com/gpumem (MiB): quantity '1.5k5' has an unknown suffix 'k5'");
+  filter_refused("\"nvidia.com/vgpu\":\"500m\"", NULL, "quantity '500m' is not a whole number");
+  filter_refused("\"aliyun.com/gpu-mem\":\"-2\"", NULL, "quantity '-2' is negative");
+  filter_refused("\"aliyun.com/gpu-mem\":\"10E\"", NULL, "quantity '10E' is too large");
+  filter_refused("\"aliyun.com/gpu-mem\":\"2M\"", NULL, "is 2000000, more than 1000000");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1Ki\"", NULL,
+                 "quantity '1Ki' is not a whole number of MiB");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"256Mi\"", NULL, "units of 128 MiB");
+  filter_refused("\"aliyun.com/gpu-mem\":\"2\",\"nvidia.com/vgpu\":\"1\"", NULL,
+                 "one dialect per container");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpu\":\"1\"", NULL,
+                 "one GPU resource per container");
+  filter_refused("\"nvidia.com/gpu.shared\":\"1\",\"nvidia.com/gpucores\":\"10\"", NULL,
+                 "time-slicing, which takes no");
+  filter_refused(
       "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"100\","
       "\"nvidia.com/gpumem-percentage\":\"10\"",
       NULL, "not both");
-  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"150\"", NULL,
-             "must be 1..100");
-  filter_400("\"aliyun.com/gpu-count\":\"1\"", NULL, "aliyun.com/gpu-count is not supported");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/node-scheduler-policy\":\"tightest\"",
-             "unknown policy 'tightest'");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"hami.io/gpu-scheduler-policy\":\"mutex\"",
-             "is not binpack or spread");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"150\"", NULL,
+                 "must be 1..100");
+  filter_refused("\"aliyun.com/gpu-count\":\"1\"", NULL, "aliyun.com/gpu-count is not supported");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/node-scheduler-policy\":\"tightest\"",
+                 "unknown policy 'tightest'");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"hami.io/gpu-scheduler-policy\":\"mutex\"",
+                 "is not binpack or spread");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
 }
 
 /* ---- type / UUID selection ---- */
