@@ -315,8 +315,9 @@ def gpushare(build):
         node.schedule("binpack-2", "binpack-2", {"aliyun.com/gpu-mem": "3803"},
                       "aliyun.com/gpu-mem", 3803)
         why = node.filter("binpack-3", {"aliyun.com/gpu-mem": "3803"})
-        check("the extender's reason for node1", why, why is not None and "3803" in why,
-              "a reason naming the request")
+        check("the extender's reason for node1", why,
+              why is not None and "3803" in why and "%" not in why,
+              "a reason naming the request, without '%' (kube-scheduler's Eventf mangles it)")
         out = node.run([inspect, "--kubeconfig", node.kubeconfig],
                        shown="kubectl inspect gpushare")
         check("cluster total", out.strip().splitlines()[-1],

@@ -27,12 +27,14 @@
 #include "extender_int.h"
 #include "log.h"
 
+/* {"Error": msg}, msg through ext_out_reason like every text we send; NULL
+ * when out of memory. */
 static char *json_error(const char *msg) {
-  json_object *o = json_object_new_object();
-  json_object_object_add(o, "Error", json_object_new_string(msg));
-  char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-  json_object_put(o);
-  return s;
+  struct ext_out o = {0};
+  ext_out_lit(&o, "{\"Error\":");
+  ext_out_reason(&o, msg);
+  ext_out_lit(&o, "}");
+  return ext_out_take(&o);
 }
 
 /* The text written into o, or an error (status 500) when memory ran out. */
@@ -237,7 +239,7 @@ static void failed_nodes(struct ext_out *o, const struct candidates *cs, const s
     if (k++) ext_out_lit(o, ",");
     ext_out_str(o, cs->names[i]);
     ext_out_lit(o, ":");
-    ext_out_str(o, ev->refused ? ev->refusal : ev->why[i]);
+    ext_out_reason(o, ev->refused ? ev->refusal : ev->why[i]);
   }
 }
 

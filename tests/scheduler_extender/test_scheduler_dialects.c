@@ -356,6 +356,55 @@ static void test_validation(void **s) {
   filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
 }
 
+/* ---- no '%' in any reason ---- */
+
+/* kube-scheduler passes a refusal's text to Eventf as the format string:
+ * "0% cores" reached users as "0%!c(MISSING)ores". Misfits and refusals of
+ * every kind that speak of percentages, and bind errors: not one '%' in the
+ * answer (node names cannot hold one). */
+static void expect_no_percent(const char *path, const char *body, const char *must) {
+  char *out = NULL;
+  long st = ext_call(path, body, strlen(body), &out);
+  if (st != 200) fail_msg("%s -> %ld: %s", path, st, out);
+  if (strchr(out, '%') != NULL) fail_msg("'%%' in the answer of %s: %s", path, out);
+  ext_expect_contains(out, must);
+  free(out);
+}
+
+static void test_no_percent_in_reasons(void **s) {
+  (void)s;
+  static const char *const limits[][2] = {
+      /* misfits: the GPUs lack compute or memory now */
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"80\"", "80 percent cores"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"90\"",
+       "90 percent of the memory"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"15000\"", "0 percent cores"},
+      {"\"volcano.sh/gpu-mem.128Mi\":\"8\",\"volcano.sh/gpu-core.percentage\":\"95\"",
+       "95 percent cores"},
+      {"\"aliyun.com/gpu-mem\":\"15\"", "0 percent cores"},
+      /* refusals: values no node takes, one quoting a '%' the user wrote */
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"150\"", "(percent of one GPU)"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"0\"", "must be 1..100"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"50%\"", "'50 percent'"},
+      {"\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"",
+       "multiple of 5"},
+  };
+  for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+    char *pod = ext_pod_json("pct-probe", limits[i][0], NULL, NULL, NULL);
+    char *body = ext_args_names(pod, "\"nl-busy\",\"cce-a\",\"gs-a\"");
+    expect_no_percent("/filter", body, limits[i][1]);
+    free(body);
+    free(pod);
+  }
+  /* Bind: the fit rechecked on fresh state fails; its reason is the Error. */
+  ext_add_pod("pct-bind", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"80\"", NULL, NULL,
+              NULL);
+  expect_no_percent("/bind",
+                    "{\"PodName\":\"pct-bind\",\"PodNamespace\":\"default\",\"PodUID\":\"\","
+                    "\"Node\":\"nl-busy\"}",
+                    "80 percent cores");
+}
+
 /* ---- type / UUID selection ---- */
 
 static void test_selection(void **s) {
@@ -707,6 +756,7 @@ int main(void) {
       cmocka_unit_test(test_vgpu_percentage_mix_exclusive),
       cmocka_unit_test(test_out_of_range),
       cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_no_percent_in_reasons),
       cmocka_unit_test(test_selection),
       cmocka_unit_test(test_gpu_policy),
       cmocka_unit_test(test_node_policy),
