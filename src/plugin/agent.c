@@ -18,9 +18,12 @@
 struct vg_agent {
   struct vg_plugin *plugin;
   const struct vg_plugin_config *cfg;
-  pthread_mutex_t lock; /* guards gpus[] */
+  pthread_mutex_t lock; /* guards gpus[] and states[] */
   struct vg_gpu gpus[VG_MAX_GPUS];
   unsigned ngpus;
+  /* The checker's latest states: why a GPU is Unhealthy (inventory `reason`). */
+  struct vg_gpu_health states[VG_MAX_GPUS];
+  unsigned nstates;
   char node[256];
   struct vg_k8s_config kcfg;
   struct vg_k8s_client *k8s;
@@ -34,30 +37,43 @@ struct vg_agent {
   struct vg_metrics_server *metrics;
 };
 
-/* Lock held. Hands the current GPU list to the inventory publisher. */
+/* Lock held. Hands the current GPU list, with each GPU's health and the
+ * reason it is Unhealthy, to the inventory publisher. */
 static void publish_inventory(struct vg_agent *a) {
   if (a->inventory == NULL) return;
-  json_object *doc = vg_inventory_build(a->cfg, a->node, a->gpus, a->ngpus, NULL, 0);
+  json_object *doc = vg_inventory_build(a->cfg, a->node, a->gpus, a->ngpus, a->states, a->nstates);
   if (doc != NULL) vg_inventory_set(a->inventory, doc);
 }
 
-/* Health changed: the kubelet gets a new ListAndWatch snapshot and the
- * scheduler a new inventory. Runs on the health thread. */
-static void on_health(const struct vg_gpu_health *states, unsigned n, void *arg) {
-  struct vg_agent *a = arg;
+/* Lock held. Keeps the checker's states and marks the GPU list with them. */
+static void take_health(struct vg_agent *a, const struct vg_gpu_health *states, unsigned n) {
+  a->nstates = n < VG_MAX_GPUS ? n : VG_MAX_GPUS;
+  memcpy(a->states, states, a->nstates * sizeof(a->states[0]));
+  for (unsigned i = 0; i < a->ngpus; i++)
+    for (unsigned j = 0; j < a->nstates; j++)
+      if (strcmp(a->gpus[i].uuid, a->states[j].uuid) == 0)
+        a->gpus[i].healthy = a->states[j].healthy;
+}
+
+/* Lock not held. The kubelet gets a new ListAndWatch snapshot and the
+ * scheduler a new inventory. */
+static void republish(struct vg_agent *a) {
   struct vg_gpu copy[VG_MAX_GPUS];
   pthread_mutex_lock(&a->lock);
-  for (unsigned i = 0; i < a->ngpus; i++)
-    for (unsigned j = 0; j < n; j++)
-      if (strcmp(a->gpus[i].uuid, states[j].uuid) == 0) a->gpus[i].healthy = states[j].healthy;
   memcpy(copy, a->gpus, a->ngpus * sizeof(copy[0]));
   unsigned ngpus = a->ngpus;
   publish_inventory(a);
   pthread_mutex_unlock(&a->lock);
-  for (unsigned j = 0; j < n; j++)
-    if (!states[j].healthy)
-      vg_info("GPU %s is Unhealthy (%s)", states[j].uuid, states[j].lost ? "lost" : "critical XID");
   vg_plugin_set_gpus(a->plugin, copy, ngpus);
+}
+
+/* Health changed. Runs on the health thread (or in vg_health_clear's caller). */
+static void on_health(const struct vg_gpu_health *states, unsigned n, void *arg) {
+  struct vg_agent *a = arg;
+  pthread_mutex_lock(&a->lock);
+  take_health(a, states, n);
+  pthread_mutex_unlock(&a->lock);
+  republish(a);
 }
 
 static void start_k8s(struct vg_agent *a, const struct vg_agent_opts *o) {
@@ -166,6 +182,29 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
     return NULL;
   }
   return a;
+}
+
+void vg_agent_gpus_found(struct vg_agent *a, const struct vg_gpu *gpus, unsigned ngpus) {
+  pthread_mutex_lock(&a->lock);
+  a->ngpus = ngpus > VG_MAX_GPUS ? VG_MAX_GPUS : ngpus;
+  memcpy(a->gpus, gpus, a->ngpus * sizeof(a->gpus[0]));
+  pthread_mutex_unlock(&a->lock);
+  if (a->binder != NULL) vg_binder_set_gpus(a->binder, gpus, a->ngpus);
+  if (a->health != NULL) {
+    /* NVML never says an XID condition is over: re-discovery is the
+     * operator's word that it is, so the marks go (lost GPUs stay lost). */
+    vg_health_clear(a->health, -1);
+    struct vg_gpu_health states[VG_MAX_GPUS];
+    unsigned n = vg_health_get(a->health, states, VG_MAX_GPUS);
+    pthread_mutex_lock(&a->lock);
+    take_health(a, states, n < VG_MAX_GPUS ? n : VG_MAX_GPUS);
+    pthread_mutex_unlock(&a->lock);
+  }
+  republish(a);
+}
+
+void vg_agent_gpus_found_fn(void *agent, const struct vg_gpu *gpus, unsigned ngpus) {
+  vg_agent_gpus_found(agent, gpus, ngpus);
 }
 
 void vg_agent_stop(struct vg_agent *a) {

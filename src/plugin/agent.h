@@ -35,4 +35,11 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
                                 const struct vg_agent_opts *opts, struct vg_err *err);
 void vg_agent_stop(struct vg_agent *agent);
 
+/* The GPUs were discovered again (SIGUSR1): the list is replaced, XID marks
+ * are forgotten (docs/inventory.md, health rules), and the kubelet and the
+ * inventory get the result. */
+void vg_agent_gpus_found(struct vg_agent *agent, const struct vg_gpu *gpus, unsigned ngpus);
+/* The same with the agent as a void * (for vg_reg_opts.gpus_found). */
+void vg_agent_gpus_found_fn(void *agent, const struct vg_gpu *gpus, unsigned ngpus);
+
 #endif

@@ -209,7 +209,10 @@ int main(int argc, char **argv) {
     close(sigfd);
     return 2;
   }
-  struct vg_reg_opts ro = {.plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket};
+  struct vg_reg_opts ro = {.plugin_dir = plugin_dir,
+                           .kubelet_socket = kubelet_socket,
+                           .gpus_found = vg_agent_gpus_found_fn,
+                           .gpus_found_arg = agent};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
   vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);
