@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "binder.h"
+#include "gate.h"
 #include "health.h"
 #include "inventory.h"
 #include "k8s.h"
@@ -31,6 +32,7 @@ struct vg_agent {
   struct vg_health *health;
   struct vg_inventory *inventory;
   struct vg_steer *steer;
+  struct vg_gate *gate;
   char state_dir[VG_CONFIG_PATH_MAX];
   char podresources[1024];
   struct vg_metrics_sources metrics_src;
@@ -131,6 +133,17 @@ static void start_steer(struct vg_agent *a, const struct vg_agent_opts *o) {
   vg_plugin_set_preference_source(a->plugin, vg_steer_prefer_fn, a->steer);
 }
 
+/* Allocate refuses pods vgpu-scheduler did not place (gate.h). */
+static void start_gate(struct vg_agent *a, const struct vg_agent_opts *o) {
+  struct vg_err err;
+  a->gate = vg_gate_new(a->k8s, a->node, o->podresources_socket, &err);
+  if (a->gate == NULL) {
+    vg_warn("%s; Allocate cannot refuse pods that vgpu-scheduler did not place", err.msg);
+    return;
+  }
+  vg_plugin_set_admission_check(a->plugin, vg_gate_check_fn, a->gate);
+}
+
 static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
@@ -149,8 +162,8 @@ static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, stru
            o->podresources_socket != NULL && o->podresources_socket[0] != '\0'
                ? o->podresources_socket
                : VG_PODRESOURCES_SOCKET);
-  a->metrics_src = (struct vg_metrics_sources){a->node,   a->state_dir, a->podresources,
-                                               a->plugin, a->binder,    a->steer};
+  a->metrics_src = (struct vg_metrics_sources){a->node,   a->state_dir, a->podresources, a->plugin,
+                                               a->binder, a->steer,     a->gate};
   a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
   if (a->metrics == NULL) return -1;
   vg_info("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
@@ -176,6 +189,7 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   snprintf(a->node, sizeof(a->node), "%s", node != NULL ? node : "");
   start_inventory(a);
   start_steer(a, opts);
+  start_gate(a, opts);
   start_health(a);
   if (start_metrics(a, opts, err) != 0) {
     vg_agent_stop(a);
@@ -212,6 +226,8 @@ void vg_agent_stop(struct vg_agent *a) {
   vg_metrics_server_stop(a->metrics); /* first: it reads everything below */
   if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
   vg_steer_free(a->steer);
+  if (a->gate != NULL) vg_plugin_set_admission_check(a->plugin, NULL, NULL);
+  vg_gate_free(a->gate);
   if (a->health != NULL) vg_health_free(a->health);
   if (a->binder != NULL) vg_binder_stop(a->binder);
   if (a->inventory != NULL) vg_inventory_free(a->inventory);

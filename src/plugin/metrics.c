@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "binder.h"
+#include "gate.h"
 #include "gpu_usage.h"
 #include "plugin.h"
 #include "podresources.h"
@@ -315,6 +316,20 @@ static void counter(FILE *f, const char *name, const char *help, const char *lab
   fprintf(f, "%s%s %llu\n", name, labels, (unsigned long long)value);
 }
 
+/* A counter family with one series per result (label `result`). */
+struct result {
+  const char *result;
+  uint64_t n;
+};
+
+static void by_result(FILE *f, const char *name, const char *help, const char *node,
+                      const struct result *r, size_t n) {
+  family(f, name, "counter", help);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s{node=\"%s\",result=\"%s\"} %llu\n", name, node, r[i].result,
+            (unsigned long long)r[i].n);
+}
+
 static void print_agent(FILE *f, const struct scrape *s) {
   char node[600], l[800];
   esc(s->src->node, node, sizeof(node));
@@ -341,22 +356,28 @@ static void print_agent(FILE *f, const struct scrape *s) {
   if (s->src->steer != NULL) {
     struct vg_steer_stats st;
     vg_steer_get_stats(s->src->steer, &st);
-    family(f, "vgpu_steer_requests_total", "counter",
-           "GetPreferredAllocation requests, by what decided the answer.");
-    const struct {
-      const char *result;
-      uint64_t n;
-    } r[] = {{"steered", st.steered},
-             {"unassigned", st.unassigned},
-             {"no_room", st.no_room},
-             {"error", st.errors}};
-    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-      fprintf(f, "vgpu_steer_requests_total{node=\"%s\",result=\"%s\"} %llu\n", node, r[i].result,
-              (unsigned long long)r[i].n);
+    const struct result r[] = {{"steered", st.steered},
+                               {"unassigned", st.unassigned},
+                               {"no_room", st.no_room},
+                               {"error", st.errors}};
+    by_result(f, "vgpu_steer_requests_total",
+              "GetPreferredAllocation requests, by what decided the answer.", node, r, 4);
     counter(f, "vgpu_steer_decisive_total",
             "Steered answers where the pod under admission was unambiguous.", l, st.decisive);
     counter(f, "vgpu_steer_malformed_assignments_total",
             "vgpu.io/assigned annotations that did not parse.", l, st.malformed);
+  }
+  if (s->src->gate != NULL) {
+    struct vg_gate_stats g;
+    vg_gate_get_stats(s->src->gate, &g);
+    const struct result r[] = {{"assigned", g.assigned},
+                               {"refused", g.refused},
+                               {"unidentified", g.unidentified},
+                               {"error", g.errors}};
+    by_result(f, "vgpu_allocate_checks_total",
+              "Allocates checked for the scheduler's placement, by outcome (refused: the pod "
+              "was not placed by vgpu-scheduler).",
+              node, r, 4);
   }
 }
 

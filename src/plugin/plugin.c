@@ -97,6 +97,13 @@ void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn
   pthread_mutex_unlock(&p->lock);
 }
 
+void vg_plugin_set_admission_check(struct vg_plugin *p, vg_plugin_admit_fn fn, void *arg) {
+  pthread_mutex_lock(&p->lock);
+  p->admit = fn;
+  p->admit_arg = arg;
+  pthread_mutex_unlock(&p->lock);
+}
+
 void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg), void *arg) {
   pthread_mutex_lock(&p->lock);
   p->observer = fn;
@@ -589,11 +596,16 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
   memcpy(gpus, p->gpus, ngpus * sizeof(*gpus));
   void (*fn)(void *) = p->observer;
   void *arg = p->observer_arg;
+  vg_plugin_admit_fn admit = p->admit;
+  void *admit_arg = p->admit_arg;
   pthread_mutex_unlock(&p->lock);
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     V1beta1__ContainerAllocateResponse *one = NULL;
-    grpc_status_code st =
-        allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
+    grpc_status_code st = GRPC_STATUS_OK;
+    if (admit != NULL && admit(admit_arg, res->name, detail, len) != 0)
+      st = GRPC_STATUS_FAILED_PRECONDITION; /* before any slot exists: nothing to undo */
+    else
+      st = allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
       free(gpus);
       vg_info("%s", detail);
