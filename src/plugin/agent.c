@@ -14,6 +14,7 @@
 #include "log.h"
 #include "metrics_http.h"
 #include "podresources.h"
+#include "slot_gc.h"
 #include "steer.h"
 
 struct vg_agent {
@@ -33,6 +34,7 @@ struct vg_agent {
   struct vg_inventory *inventory;
   struct vg_steer *steer;
   struct vg_gate *gate;
+  struct vg_slot_gc *slot_gc;
   char state_dir[VG_CONFIG_PATH_MAX];
   char podresources[1024];
   struct vg_metrics_sources metrics_src;
@@ -144,6 +146,31 @@ static void start_gate(struct vg_agent *a, const struct vg_agent_opts *o) {
   vg_plugin_set_admission_check(a->plugin, vg_gate_check_fn, a->gate);
 }
 
+/* Slot directories of containers that are gone are removed (slot_gc.h). */
+static void start_slot_gc(struct vg_agent *a, const struct vg_agent_opts *o) {
+  if (o->slot_grace_s == 0) {
+    vg_info("slot directories of gone containers are kept (--slot-grace 0)");
+    return;
+  }
+  bool api = a->k8s != NULL && a->node[0] != '\0';
+  struct vg_slot_gc_opts go = {a->plugin->state_dir,  o->podresources_socket,
+                               api ? a->k8s : NULL,   a->node,
+                               o->slot_grace_s,       0,
+                               &a->plugin->slots_lock};
+  struct vg_err err;
+  a->slot_gc = vg_slot_gc_new(&go, &err);
+  if (a->slot_gc == NULL || vg_slot_gc_start(a->slot_gc, &err) != 0) {
+    vg_warn("%s; slot directories of gone containers are kept", err.msg);
+    vg_slot_gc_stop(a->slot_gc);
+    a->slot_gc = NULL;
+    return;
+  }
+  if (!api)
+    vg_info(
+        "slot collector: without the API server and --node-name it trusts the kubelet's "
+        "PodResources alone");
+}
+
 static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
@@ -162,8 +189,8 @@ static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, stru
            o->podresources_socket != NULL && o->podresources_socket[0] != '\0'
                ? o->podresources_socket
                : VG_PODRESOURCES_SOCKET);
-  a->metrics_src = (struct vg_metrics_sources){a->node,   a->state_dir, a->podresources, a->plugin,
-                                               a->binder, a->steer,     a->gate};
+  a->metrics_src = (struct vg_metrics_sources){
+      a->node, a->state_dir, a->podresources, a->plugin, a->binder, a->steer, a->gate, a->slot_gc};
   a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
   if (a->metrics == NULL) return -1;
   vg_info("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
@@ -190,6 +217,7 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   start_inventory(a);
   start_steer(a, opts);
   start_gate(a, opts);
+  start_slot_gc(a, opts);
   start_health(a);
   if (start_metrics(a, opts, err) != 0) {
     vg_agent_stop(a);
@@ -226,6 +254,7 @@ void vg_agent_stop(struct vg_agent *a) {
   vg_metrics_server_stop(a->metrics); /* first: it reads everything below */
   if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
   vg_steer_free(a->steer);
+  vg_slot_gc_stop(a->slot_gc);
   if (a->gate != NULL) vg_plugin_set_admission_check(a->plugin, NULL, NULL);
   vg_gate_free(a->gate);
   if (a->health != NULL) vg_health_free(a->health);

@@ -15,6 +15,7 @@
 #include "podresources.h"
 #include "region.h"
 #include "slot.h"
+#include "slot_gc.h"
 #include "steer.h"
 
 #define LIST_TIMEOUT_MS 2000
@@ -105,13 +106,6 @@ static void read_region(const char *path, struct ctr *c) {
   vg_shm_close(&shm);
 }
 
-static bool is_slot_name(const char *n) {
-  if (strlen(n) != 16) return false;
-  for (const char *p = n; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-  return true;
-}
-
 static void read_slots(struct scrape *s) {
   char dir[VG_CONFIG_PATH_MAX + 16];
   snprintf(dir, sizeof(dir), "%s/slots", s->src->state_dir);
@@ -119,7 +113,7 @@ static void read_slots(struct scrape *s) {
   if (d == NULL) return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (!is_slot_name(e->d_name)) continue;
+    if (!vg_slot_name_valid(e->d_name)) continue;
     struct ctr *c = NULL;
     for (size_t i = 0; i < s->nctrs && c == NULL; i++)
       if (strcmp(s->ctrs[i].slot, e->d_name) == 0) c = &s->ctrs[i];
@@ -341,6 +335,12 @@ static void print_agent(FILE *f, const struct scrape *s) {
   family(f, "vgpu_stale_slots", "gauge",
          "Slot directories on the host that no container the kubelet lists holds.");
   fprintf(f, "vgpu_stale_slots%s %u\n", l, s->stale);
+  if (s->src->slot_gc != NULL) {
+    struct vg_slot_gc_stats g;
+    vg_slot_gc_get_stats(s->src->slot_gc, &g);
+    counter(f, "vgpu_slots_removed_total",
+            "Slot directories of gone containers the collector removed.", l, g.removed);
+  }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;
     vg_binder_get_stats(s->src->binder, &b);

@@ -8,6 +8,7 @@
 #include "k8s.h"
 #include "log.h"
 #include "podresources.h"
+#include "slot.h"
 
 static char *dup_or_empty(const char *s) { return strdup(s != NULL ? s : ""); }
 
@@ -23,6 +24,7 @@ static int collect(const struct vg_pod_devices *d, void *arg) {
   h->ns = dup_or_empty(d->ns), h->pod = dup_or_empty(d->pod);
   h->container = dup_or_empty(d->container);
   h->resource = d->resource != NULL ? strdup(d->resource) : NULL;
+  if (d->resource == NULL || vg_slot_name(d->ids, d->n_ids, h->slot) != 0) h->slot[0] = '\0';
   return 0;
 }
 
@@ -32,7 +34,7 @@ int vg_node_view_read(struct vg_node_view *v, struct vg_k8s_client *k8s, const c
   char rv[64];
   int rc = vg_podresources_list_all(podresources_socket, timeout_ms, collect, v, err);
   if (rc > 0) rc = vg_err_set(err, "out of memory reading PodResources");
-  if (rc == 0) rc = vg_k8s_list_pods(k8s, node, &v->pods, rv, sizeof(rv), err);
+  if (rc == 0 && k8s != NULL) rc = vg_k8s_list_pods(k8s, node, &v->pods, rv, sizeof(rv), err);
   if (rc != 0) {
     vg_node_view_free(v);
     return -1;

@@ -23,19 +23,21 @@
 struct vg_k8s_client;
 
 /* One container the kubelet lists, with the resource it holds IDs of (NULL:
- * it holds none). */
+ * it holds none) and the slot directory those IDs name (slot.h; "" when
+ * none). */
 struct vg_node_held {
   char *ns, *pod, *container, *resource;
+  char slot[17];
 };
 
 struct vg_node_view {
   struct vg_node_held *held;
   size_t nheld, cap;
-  json_object *pods; /* the PodList of the node */
+  json_object *pods; /* the PodList of the node; NULL when read without the API */
 };
 
-/* Fills v (zeroed first). 0, or -1 with err naming the source that failed
- * (v is then empty). */
+/* Fills v (zeroed first); k8s NULL reads PodResources alone. 0, or -1 with
+ * err naming the source that failed (v is then empty). */
 int vg_node_view_read(struct vg_node_view *v, struct vg_k8s_client *k8s, const char *node,
                       const char *podresources_socket, int timeout_ms, struct vg_err *err);
 void vg_node_view_free(struct vg_node_view *v);

@@ -70,6 +70,10 @@ struct vg_plugin {
   void *prefer_arg;
   vg_plugin_admit_fn admit;
   void *admit_arg;
+  /* Allocates hold it for reading while they create or reuse a slot
+   * directory; the slot collector (slot_gc.h) for writing while it removes
+   * one, so that it never removes a slot an Allocate is handing out. */
+  pthread_rwlock_t slots_lock;
 };
 
 extern const struct vg_rpc_method vg_plugin_methods[];
