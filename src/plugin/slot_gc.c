@@ -70,8 +70,9 @@ static bool held(const struct vg_node_view *v, const char *name) {
   return false;
 }
 
-/* The first unfinished pod of the node that the kubelet does not list
- * (written to out), or false: then the kubelet knows every pod that runs. */
+/* The first unfinished pod of the node, not being deleted, that the kubelet
+ * does not list (written to out), or false: then the kubelet knows every pod
+ * that runs. */
 static bool kubelet_behind(const struct vg_node_view *v, char *out, size_t len) {
   for (size_t i = 0; i < vg_node_view_npods(v); i++) {
     json_object *pod = vg_node_view_pod(v, i);
@@ -79,7 +80,9 @@ static bool kubelet_behind(const struct vg_node_view *v, char *out, size_t len) 
     const char *name = vg_json_str_at(pod, "metadata", "name");
     bool listed;
     vg_node_view_held(v, ns, name, NULL, NULL, &listed, NULL);
-    if (listed || vg_pod_finished(pod)) continue;
+    /* A pod being deleted that the kubelet no longer lists has stopped here. */
+    bool deleting = vg_json_str_at(pod, "metadata", "deletionTimestamp")[0] != '\0';
+    if (listed || deleting || vg_pod_finished(pod)) continue;
     snprintf(out, len, "%s/%s", ns, name);
     return true;
   }
