@@ -8,7 +8,9 @@ concurrency N runs N client threads that each send Allocate requests for
 distinct device IDs (one slot each, as the kubelet does per container) and
 records every call's latency. Prints p50/p95/p99/max per level, the
 throughput, and the ratio of p50 at each level to p50 with one request in
-flight. Allocate takes no lock across pods and calls no API, and the plugin
+flight. Allocate takes no lock across pods and, without --kubeconfig as here,
+calls no API (with it, the gate of docs/device-plugin.md adds one PodResources
+List and one pod list per container, as steering does), and the plugin
 answers calls on a worker pool; on a machine with few cores the calls still
 share the CPUs, so p50 grows with N once they are busy (docs/benchmarks.md
 has runs).

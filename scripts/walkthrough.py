@@ -59,6 +59,7 @@ class Node:
                     "CUDA_DEVICE_MEMORY_SHARED_CACHE"):
             self.env.pop(var, None)
         self.procs = []
+        self.sched_port = None
         self.api_port = self.start_api()
         self.post("/_test/nodes", {"metadata": {"name": "node1"}, "status": {"addresses": [
             {"type": "InternalIP", "address": "192.168.0.72"}]}})
@@ -172,15 +173,12 @@ class Node:
         return sum(1 for h in snap.values() if h == "Healthy")
 
     def admit(self, pod, container, limits, resource, size):
-        """The pod is created bound to node1, then admitted as the kubelet does."""
-        self.post("/_test/pods", {
-            "metadata": {"name": pod, "namespace": "default"},
-            "spec": {"nodeName": "node1", "containers": [
-                {"name": container, "resources": {"limits": limits}}]}})
-        r = self.kubelet.admit(self.pr, "default", pod, container, resource, size, None)
-        if not r.get("ok"):
-            sys.exit("walkthrough: admission of %s failed: %s" % (pod, r))
-        return r
+        """The seed's pod, placed by vgpu-scheduler (started the first time) and admitted:
+        the device plugin refuses pods the extender did not place (docs/device-plugin.md)."""
+        if self.sched_port is None:
+            self.wait_inventory()
+            self.start_scheduler()
+        return self.schedule(pod, container, limits, resource, size)
 
     def region(self, admitted):
         for m in admitted["mounts"]:

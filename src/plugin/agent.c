@@ -7,20 +7,25 @@
 #include <string.h>
 
 #include "binder.h"
+#include "gate.h"
 #include "health.h"
 #include "inventory.h"
 #include "k8s.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "podresources.h"
+#include "slot_gc.h"
 #include "steer.h"
 
 struct vg_agent {
   struct vg_plugin *plugin;
   const struct vg_plugin_config *cfg;
-  pthread_mutex_t lock; /* guards gpus[] */
+  pthread_mutex_t lock; /* guards gpus[] and states[] */
   struct vg_gpu gpus[VG_MAX_GPUS];
   unsigned ngpus;
+  /* The checker's latest states: why a GPU is Unhealthy (inventory `reason`). */
+  struct vg_gpu_health states[VG_MAX_GPUS];
+  unsigned nstates;
   char node[256];
   struct vg_k8s_config kcfg;
   struct vg_k8s_client *k8s;
@@ -28,36 +33,51 @@ struct vg_agent {
   struct vg_health *health;
   struct vg_inventory *inventory;
   struct vg_steer *steer;
+  struct vg_gate *gate;
+  struct vg_slot_gc *slot_gc;
   char state_dir[VG_CONFIG_PATH_MAX];
   char podresources[1024];
   struct vg_metrics_sources metrics_src;
   struct vg_metrics_server *metrics;
 };
 
-/* Lock held. Hands the current GPU list to the inventory publisher. */
+/* Lock held. Hands the current GPU list, with each GPU's health and the
+ * reason it is Unhealthy, to the inventory publisher. */
 static void publish_inventory(struct vg_agent *a) {
   if (a->inventory == NULL) return;
-  json_object *doc = vg_inventory_build(a->cfg, a->node, a->gpus, a->ngpus, NULL, 0);
+  json_object *doc = vg_inventory_build(a->cfg, a->node, a->gpus, a->ngpus, a->states, a->nstates);
   if (doc != NULL) vg_inventory_set(a->inventory, doc);
 }
 
-/* Health changed: the kubelet gets a new ListAndWatch snapshot and the
- * scheduler a new inventory. Runs on the health thread. */
-static void on_health(const struct vg_gpu_health *states, unsigned n, void *arg) {
-  struct vg_agent *a = arg;
+/* Lock held. Keeps the checker's states and marks the GPU list with them. */
+static void take_health(struct vg_agent *a, const struct vg_gpu_health *states, unsigned n) {
+  a->nstates = n < VG_MAX_GPUS ? n : VG_MAX_GPUS;
+  memcpy(a->states, states, a->nstates * sizeof(a->states[0]));
+  for (unsigned i = 0; i < a->ngpus; i++)
+    for (unsigned j = 0; j < a->nstates; j++)
+      if (strcmp(a->gpus[i].uuid, a->states[j].uuid) == 0)
+        a->gpus[i].healthy = a->states[j].healthy;
+}
+
+/* Lock not held. The kubelet gets a new ListAndWatch snapshot and the
+ * scheduler a new inventory. */
+static void republish(struct vg_agent *a) {
   struct vg_gpu copy[VG_MAX_GPUS];
   pthread_mutex_lock(&a->lock);
-  for (unsigned i = 0; i < a->ngpus; i++)
-    for (unsigned j = 0; j < n; j++)
-      if (strcmp(a->gpus[i].uuid, states[j].uuid) == 0) a->gpus[i].healthy = states[j].healthy;
   memcpy(copy, a->gpus, a->ngpus * sizeof(copy[0]));
   unsigned ngpus = a->ngpus;
   publish_inventory(a);
   pthread_mutex_unlock(&a->lock);
-  for (unsigned j = 0; j < n; j++)
-    if (!states[j].healthy)
-      vg_info("GPU %s is Unhealthy (%s)", states[j].uuid, states[j].lost ? "lost" : "critical XID");
   vg_plugin_set_gpus(a->plugin, copy, ngpus);
+}
+
+/* Health changed. Runs on the health thread (or in vg_health_clear's caller). */
+static void on_health(const struct vg_gpu_health *states, unsigned n, void *arg) {
+  struct vg_agent *a = arg;
+  pthread_mutex_lock(&a->lock);
+  take_health(a, states, n);
+  pthread_mutex_unlock(&a->lock);
+  republish(a);
 }
 
 static void start_k8s(struct vg_agent *a, const struct vg_agent_opts *o) {
@@ -115,6 +135,42 @@ static void start_steer(struct vg_agent *a, const struct vg_agent_opts *o) {
   vg_plugin_set_preference_source(a->plugin, vg_steer_prefer_fn, a->steer);
 }
 
+/* Allocate refuses pods vgpu-scheduler did not place (gate.h). */
+static void start_gate(struct vg_agent *a, const struct vg_agent_opts *o) {
+  struct vg_err err;
+  a->gate = vg_gate_new(a->k8s, a->node, o->podresources_socket, &err);
+  if (a->gate == NULL) {
+    vg_warn("%s; Allocate cannot refuse pods that vgpu-scheduler did not place", err.msg);
+    return;
+  }
+  vg_plugin_set_admission_check(a->plugin, vg_gate_check_fn, a->gate);
+}
+
+/* Slot directories of containers that are gone are removed (slot_gc.h). */
+static void start_slot_gc(struct vg_agent *a, const struct vg_agent_opts *o) {
+  if (o->slot_grace_s == 0) {
+    vg_info("slot directories of gone containers are kept (--slot-grace 0)");
+    return;
+  }
+  bool api = a->k8s != NULL && a->node[0] != '\0';
+  struct vg_slot_gc_opts go = {a->plugin->state_dir,  o->podresources_socket,
+                               api ? a->k8s : NULL,   a->node,
+                               o->slot_grace_s,       0,
+                               &a->plugin->slots_lock};
+  struct vg_err err;
+  a->slot_gc = vg_slot_gc_new(&go, &err);
+  if (a->slot_gc == NULL || vg_slot_gc_start(a->slot_gc, &err) != 0) {
+    vg_warn("%s; slot directories of gone containers are kept", err.msg);
+    vg_slot_gc_stop(a->slot_gc);
+    a->slot_gc = NULL;
+    return;
+  }
+  if (!api)
+    vg_info(
+        "slot collector: without the API server and --node-name it trusts the kubelet's "
+        "PodResources alone");
+}
+
 static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
@@ -133,8 +189,8 @@ static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, stru
            o->podresources_socket != NULL && o->podresources_socket[0] != '\0'
                ? o->podresources_socket
                : VG_PODRESOURCES_SOCKET);
-  a->metrics_src = (struct vg_metrics_sources){a->node,   a->state_dir, a->podresources,
-                                               a->plugin, a->binder,    a->steer};
+  a->metrics_src = (struct vg_metrics_sources){
+      a->node, a->state_dir, a->podresources, a->plugin, a->binder, a->steer, a->gate, a->slot_gc};
   a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
   if (a->metrics == NULL) return -1;
   vg_info("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
@@ -160,6 +216,8 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   snprintf(a->node, sizeof(a->node), "%s", node != NULL ? node : "");
   start_inventory(a);
   start_steer(a, opts);
+  start_gate(a, opts);
+  start_slot_gc(a, opts);
   start_health(a);
   if (start_metrics(a, opts, err) != 0) {
     vg_agent_stop(a);
@@ -168,11 +226,37 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   return a;
 }
 
+void vg_agent_gpus_found(struct vg_agent *a, const struct vg_gpu *gpus, unsigned ngpus) {
+  pthread_mutex_lock(&a->lock);
+  a->ngpus = ngpus > VG_MAX_GPUS ? VG_MAX_GPUS : ngpus;
+  memcpy(a->gpus, gpus, a->ngpus * sizeof(a->gpus[0]));
+  pthread_mutex_unlock(&a->lock);
+  if (a->binder != NULL) vg_binder_set_gpus(a->binder, gpus, a->ngpus);
+  if (a->health != NULL) {
+    /* NVML never says an XID condition is over: re-discovery is the
+     * operator's word that it is, so the marks go (lost GPUs stay lost). */
+    vg_health_clear(a->health, -1);
+    struct vg_gpu_health states[VG_MAX_GPUS];
+    unsigned n = vg_health_get(a->health, states, VG_MAX_GPUS);
+    pthread_mutex_lock(&a->lock);
+    take_health(a, states, n < VG_MAX_GPUS ? n : VG_MAX_GPUS);
+    pthread_mutex_unlock(&a->lock);
+  }
+  republish(a);
+}
+
+void vg_agent_gpus_found_fn(void *agent, const struct vg_gpu *gpus, unsigned ngpus) {
+  vg_agent_gpus_found(agent, gpus, ngpus);
+}
+
 void vg_agent_stop(struct vg_agent *a) {
   if (a == NULL) return;
   vg_metrics_server_stop(a->metrics); /* first: it reads everything below */
   if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
   vg_steer_free(a->steer);
+  vg_slot_gc_stop(a->slot_gc);
+  if (a->gate != NULL) vg_plugin_set_admission_check(a->plugin, NULL, NULL);
+  vg_gate_free(a->gate);
   if (a->health != NULL) vg_health_free(a->health);
   if (a->binder != NULL) vg_binder_stop(a->binder);
   if (a->inventory != NULL) vg_inventory_free(a->inventory);

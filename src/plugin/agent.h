@@ -5,7 +5,9 @@
  * beside it: the Kubernetes client, the binder that writes each pod's
  * limits into its region file after Allocate (docs/allocation.md), the GPU
  * health checker (Unhealthy devices are resent in ListAndWatch), and the
- * Node inventory annotation the scheduler reads (docs/inventory.md). Each
+ * Node inventory annotation the scheduler reads (docs/inventory.md), the
+ * gate that refuses pods vgpu-scheduler did not place (gate.h) and the
+ * collector of slot directories of gone containers (slot_gc.h). Each
  * degrades on its own: without the API server, the plugin still serves and
  * containers whose limits cannot be bound fail closed in libvgpu.
  */
@@ -22,6 +24,7 @@ struct vg_agent_opts {
   const char *podresources_socket; /* NULL: the kubelet's default */
   const char *state_dir;           /* NULL: the config's stateDir (--state-dir overrides it) */
   const char *metrics;             /* "ADDR:PORT" to serve /metrics on, or NULL */
+  unsigned slot_grace_s;           /* slot directories of gone containers: 0 keeps them */
 };
 
 struct vg_agent;
@@ -34,5 +37,12 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
                                 const struct vg_gpu *gpus, unsigned ngpus,
                                 const struct vg_agent_opts *opts, struct vg_err *err);
 void vg_agent_stop(struct vg_agent *agent);
+
+/* The GPUs were discovered again (SIGUSR1): the list is replaced, XID marks
+ * are forgotten (docs/inventory.md, health rules), and the kubelet and the
+ * inventory get the result. */
+void vg_agent_gpus_found(struct vg_agent *agent, const struct vg_gpu *gpus, unsigned ngpus);
+/* The same with the agent as a void * (for vg_reg_opts.gpus_found). */
+void vg_agent_gpus_found_fn(void *agent, const struct vg_gpu *gpus, unsigned ngpus);
 
 #endif

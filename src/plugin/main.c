@@ -21,6 +21,10 @@
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define DEFAULT_PODRESOURCES "/var/lib/kubelet/pod-resources/kubelet.sock"
+/* A slot handed out this recently is never removed: the kubelet lists a
+ * container's IDs only after its Allocate returned (slot_gc.h). */
+#define DEFAULT_SLOT_GRACE_S 60
+#define MAX_SLOT_GRACE_S (7 * 86400)
 /* Without --config: the vgpu dialect with its defaults. */
 static const char default_config[] = "dialects:\n  vgpu: {}\n";
 
@@ -29,27 +33,45 @@ static void usage(FILE *f) {
       f,
       "usage: vgpu-device-plugin [--config FILE] [--node-name NAME] [--kubeconfig FILE]\n"
       "                          [--plugin-dir DIR] [--kubelet-socket PATH]\n"
-      "                          [--metrics ADDR:PORT] [--state-dir DIR] [--library PATH]\n"
+      "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
+      "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
-      "                          [--podresources-socket PATH]\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
       "                    dialect with its defaults\n"
       "  --node-name NAME  this node (default $NODE_NAME): the Node the GPU inventory is\n"
-      "                    published on (annotation vgpu.io/gpu-inventory)\n"
-      "  --kubeconfig FILE Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
-      "  --podresources-socket PATH  the kubelet's PodResources API, used to bind each pod's\n"
-      "                    limits after Allocate (default " DEFAULT_PODRESOURCES
+      "                    published on (annotation vgpu.io/gpu-inventory), whose pods are\n"
+      "                    read to steer and check each admission\n"
+      "  --kubeconfig FILE Kubernetes API access (default $KUBECONFIG, else in-cluster); a\n"
+      "                    kubeconfig runs the plugin outside a pod\n"
+      "  --plugin-dir DIR  the kubelet's device-plugin directory, where our sockets are served\n"
+      "                    (default " DEFAULT_PLUGIN_DIR
       ")\n"
-      "  --plugin-dir      where our sockets are served (default " DEFAULT_PLUGIN_DIR
+      "  --kubelet-socket PATH  the kubelet's Registration socket (default\n"
+      "                    <plugin-dir>/kubelet.sock; empty: serve without registering)\n"
+      "  --podresources-socket PATH  the kubelet's PodResources API, which tells the binder,\n"
+      "                    steering, the admission check and the slot collector which pod holds\n"
+      "                    which device IDs (default " DEFAULT_PODRESOURCES
       ")\n"
-      "  --kubelet-socket  the kubelet's Registration socket (default <plugin-dir>/kubelet.sock;\n"
-      "                    empty: serve without registering)\n"
+      "  --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4; port\n"
+      "                    0 picks one; default: no metrics)\n"
       "  --state-dir DIR   overrides the config's stateDir (per-container slot directories)\n"
       "  --library PATH    overrides the config's library (host path of libvgpu.so)\n"
+      "  --slot-grace SECONDS  remove the slot directory of a container the kubelet no longer\n"
+      "                    lists once it was last allocated SECONDS ago (default 60; 0 keeps\n"
+      "                    them all)\n"
       "  --resource NAME   overrides the vgpu dialect's resourceName\n"
       "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
       "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
-      "  --debug           log debug lines\n");
+      "  --debug           log debug lines\n"
+      "environment: NODE_NAME, KUBECONFIG (defaults above), VGPU_LOG_LEVEL (error, warn, info,\n"
+      "debug; wins over --debug)\n");
+}
+
+/* A whole number from 0 to max, or -1. */
+static long whole(const char *s, long max) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  return *s == '\0' || *end != '\0' || v < 0 || v > max ? -1 : v;
 }
 
 int main(int argc, char **argv) {
@@ -66,11 +88,12 @@ int main(int argc, char **argv) {
                                            {"dev-root", required_argument, NULL, 'D'},
                                            {"debug", no_argument, NULL, 'g'},
                                            {"podresources-socket", required_argument, NULL, 'P'},
+                                           {"slot-grace", required_argument, NULL, 'G'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
   const char *metrics = NULL;
-  struct vg_agent_opts agent_opts = {0};
+  struct vg_agent_opts agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S};
   const char *resource = NULL;
   long slots = 0;
   struct vg_plugin_opts opts = {0};
@@ -113,15 +136,23 @@ int main(int argc, char **argv) {
       case 'g':
         opts.debug = true;
         break;
-      case 'S': {
-        char *end;
-        long v = strtol(optarg, &end, 10);
-        if (*optarg == '\0' || *end != '\0' || v < 1 || v > 1024) {
+      case 'S':
+        if ((slots = whole(optarg, 1024)) < 1) {
           fprintf(stderr, "vgpu-device-plugin: --slots: \"%s\" is not a number from 1 to 1024\n",
                   optarg);
           return 2;
         }
-        slots = v;
+        break;
+      case 'G': {
+        long v = whole(optarg, MAX_SLOT_GRACE_S);
+        if (v < 0) {
+          fprintf(stderr,
+                  "vgpu-device-plugin: --slot-grace: \"%s\" is not a number of seconds from 0 to "
+                  "%d\n",
+                  optarg, MAX_SLOT_GRACE_S);
+          return 2;
+        }
+        agent_opts.slot_grace_s = (unsigned)v;
         break;
       }
       case 'h':
@@ -209,7 +240,10 @@ int main(int argc, char **argv) {
     close(sigfd);
     return 2;
   }
-  struct vg_reg_opts ro = {.plugin_dir = plugin_dir, .kubelet_socket = kubelet_socket};
+  struct vg_reg_opts ro = {.plugin_dir = plugin_dir,
+                           .kubelet_socket = kubelet_socket,
+                           .gpus_found = vg_agent_gpus_found_fn,
+                           .gpus_found_arg = agent};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
   vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);

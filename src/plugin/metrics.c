@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include "binder.h"
+#include "gate.h"
 #include "gpu_usage.h"
 #include "plugin.h"
 #include "podresources.h"
 #include "region.h"
 #include "slot.h"
+#include "slot_gc.h"
 #include "steer.h"
 
 #define LIST_TIMEOUT_MS 2000
@@ -104,13 +106,6 @@ static void read_region(const char *path, struct ctr *c) {
   vg_shm_close(&shm);
 }
 
-static bool is_slot_name(const char *n) {
-  if (strlen(n) != 16) return false;
-  for (const char *p = n; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-  return true;
-}
-
 static void read_slots(struct scrape *s) {
   char dir[VG_CONFIG_PATH_MAX + 16];
   snprintf(dir, sizeof(dir), "%s/slots", s->src->state_dir);
@@ -118,7 +113,7 @@ static void read_slots(struct scrape *s) {
   if (d == NULL) return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (!is_slot_name(e->d_name)) continue;
+    if (!vg_slot_name_valid(e->d_name)) continue;
     struct ctr *c = NULL;
     for (size_t i = 0; i < s->nctrs && c == NULL; i++)
       if (strcmp(s->ctrs[i].slot, e->d_name) == 0) c = &s->ctrs[i];
@@ -315,6 +310,20 @@ static void counter(FILE *f, const char *name, const char *help, const char *lab
   fprintf(f, "%s%s %llu\n", name, labels, (unsigned long long)value);
 }
 
+/* A counter family with one series per result (label `result`). */
+struct result {
+  const char *result;
+  uint64_t n;
+};
+
+static void by_result(FILE *f, const char *name, const char *help, const char *node,
+                      const struct result *r, size_t n) {
+  family(f, name, "counter", help);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s{node=\"%s\",result=\"%s\"} %llu\n", name, node, r[i].result,
+            (unsigned long long)r[i].n);
+}
+
 static void print_agent(FILE *f, const struct scrape *s) {
   char node[600], l[800];
   esc(s->src->node, node, sizeof(node));
@@ -326,6 +335,12 @@ static void print_agent(FILE *f, const struct scrape *s) {
   family(f, "vgpu_stale_slots", "gauge",
          "Slot directories on the host that no container the kubelet lists holds.");
   fprintf(f, "vgpu_stale_slots%s %u\n", l, s->stale);
+  if (s->src->slot_gc != NULL) {
+    struct vg_slot_gc_stats g;
+    vg_slot_gc_get_stats(s->src->slot_gc, &g);
+    counter(f, "vgpu_slots_removed_total",
+            "Slot directories of gone containers the collector removed.", l, g.removed);
+  }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;
     vg_binder_get_stats(s->src->binder, &b);
@@ -341,22 +356,28 @@ static void print_agent(FILE *f, const struct scrape *s) {
   if (s->src->steer != NULL) {
     struct vg_steer_stats st;
     vg_steer_get_stats(s->src->steer, &st);
-    family(f, "vgpu_steer_requests_total", "counter",
-           "GetPreferredAllocation requests, by what decided the answer.");
-    const struct {
-      const char *result;
-      uint64_t n;
-    } r[] = {{"steered", st.steered},
-             {"unassigned", st.unassigned},
-             {"no_room", st.no_room},
-             {"error", st.errors}};
-    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-      fprintf(f, "vgpu_steer_requests_total{node=\"%s\",result=\"%s\"} %llu\n", node, r[i].result,
-              (unsigned long long)r[i].n);
+    const struct result r[] = {{"steered", st.steered},
+                               {"unassigned", st.unassigned},
+                               {"no_room", st.no_room},
+                               {"error", st.errors}};
+    by_result(f, "vgpu_steer_requests_total",
+              "GetPreferredAllocation requests, by what decided the answer.", node, r, 4);
     counter(f, "vgpu_steer_decisive_total",
             "Steered answers where the pod under admission was unambiguous.", l, st.decisive);
     counter(f, "vgpu_steer_malformed_assignments_total",
             "vgpu.io/assigned annotations that did not parse.", l, st.malformed);
+  }
+  if (s->src->gate != NULL) {
+    struct vg_gate_stats g;
+    vg_gate_get_stats(s->src->gate, &g);
+    const struct result r[] = {{"assigned", g.assigned},
+                               {"refused", g.refused},
+                               {"unidentified", g.unidentified},
+                               {"error", g.errors}};
+    by_result(f, "vgpu_allocate_checks_total",
+              "Allocates checked for the scheduler's placement, by outcome (refused: the pod "
+              "was not placed by vgpu-scheduler).",
+              node, r, 4);
   }
 }
 

@@ -2,6 +2,7 @@
 #include "plugin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ void vg_plugin_init(struct vg_plugin *p, const struct vg_plugin_opts *opts,
   snprintf(p->dev_root, sizeof(p->dev_root), "%s", opts->dev_root != NULL ? opts->dev_root : "");
   p->debug = opts->debug;
   pthread_mutex_init(&p->lock, NULL);
+  pthread_rwlock_init(&p->slots_lock, NULL);
   memcpy(p->gpus, gpus, ngpus * sizeof(*gpus));
   p->ngpus = ngpus;
   /* The main resource of every enabled dialect, in a fixed order ... */
@@ -70,6 +72,7 @@ void vg_plugin_init(struct vg_plugin *p, const struct vg_plugin_opts *opts,
 
 void vg_plugin_destroy(struct vg_plugin *p) {
   for (size_t i = 0; i < p->nres; i++) pthread_mutex_destroy(&p->res[i].server_lock);
+  pthread_rwlock_destroy(&p->slots_lock);
   pthread_mutex_destroy(&p->lock);
 }
 
@@ -94,6 +97,13 @@ void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn
   pthread_mutex_lock(&p->lock);
   p->prefer = fn;
   p->prefer_arg = arg;
+  pthread_mutex_unlock(&p->lock);
+}
+
+void vg_plugin_set_admission_check(struct vg_plugin *p, vg_plugin_admit_fn fn, void *arg) {
+  pthread_mutex_lock(&p->lock);
+  p->admit = fn;
+  p->admit_arg = arg;
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -539,9 +549,17 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
   char preload[VG_CONFIG_PATH_MAX + 32], region[VG_CONFIG_PATH_MAX + 100];
   snprintf(region, sizeof(region), "%s/region.cache", slot_dir);
-  if (mkdir_p(slot_dir, err, sizeof(err)) != 0 ||
-      ensure_preload(p, preload, sizeof(preload), err, sizeof(err)) != 0 ||
-      prepare_region(gpus, region, used, nused, lim, pending, err, sizeof(err)) != 0) {
+  /* The stamp (the directory's mtime, also when the slot is reused) tells
+   * the slot collector that the slot was just handed out: the kubelet lists
+   * the container's IDs only once this call has returned. */
+  pthread_rwlock_rdlock(&p->slots_lock);
+  int rc = mkdir_p(slot_dir, err, sizeof(err));
+  if (rc == 0) rc = ensure_preload(p, preload, sizeof(preload), err, sizeof(err));
+  if (rc == 0) rc = prepare_region(gpus, region, used, nused, lim, pending, err, sizeof(err));
+  if (rc == 0 && (rc = utimensat(AT_FDCWD, slot_dir, NULL, 0)) != 0)
+    snprintf(err, sizeof(err), "cannot stamp %s: %s", slot_dir, strerror(errno));
+  pthread_rwlock_unlock(&p->slots_lock);
+  if (rc != 0) {
     snprintf(detail, len, "Allocate: %s", err);
     return GRPC_STATUS_INTERNAL;
   }
@@ -589,11 +607,16 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
   memcpy(gpus, p->gpus, ngpus * sizeof(*gpus));
   void (*fn)(void *) = p->observer;
   void *arg = p->observer_arg;
+  vg_plugin_admit_fn admit = p->admit;
+  void *admit_arg = p->admit_arg;
   pthread_mutex_unlock(&p->lock);
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     V1beta1__ContainerAllocateResponse *one = NULL;
-    grpc_status_code st =
-        allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
+    grpc_status_code st = GRPC_STATUS_OK;
+    if (admit != NULL && admit(admit_arg, res->name, detail, len) != 0)
+      st = GRPC_STATUS_FAILED_PRECONDITION; /* before any slot exists: nothing to undo */
+    else
+      st = allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
       free(gpus);
       vg_info("%s", detail);

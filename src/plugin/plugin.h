@@ -38,6 +38,11 @@ struct vg_plugin;
 typedef size_t (*vg_plugin_prefer_fn)(void *arg, const struct vg_steer_request *rq,
                                       const char **out);
 
+/* A check before a container's Allocate of IDs of resource (gate.h): 0 to
+ * go on, non-zero to refuse it with the reason in why. Called on gRPC worker
+ * threads, without locks. */
+typedef int (*vg_plugin_admit_fn)(void *arg, const char *resource, char *why, size_t len);
+
 /* One kubelet resource: its own socket, registration and ListAndWatch. */
 struct vg_resource {
   struct vg_plugin *plugin;
@@ -54,7 +59,7 @@ struct vg_plugin {
   char library[VG_CONFIG_PATH_MAX];
   char dev_root[VG_CONFIG_PATH_MAX];
   bool debug;
-  pthread_mutex_t lock; /* gpus, observer, prefer */
+  pthread_mutex_t lock; /* gpus, observer, prefer, admit */
   struct vg_gpu gpus[VG_MAX_GPUS];
   unsigned ngpus;
   struct vg_resource res[VG_PLUGIN_MAX_RESOURCES];
@@ -63,6 +68,12 @@ struct vg_plugin {
   void *observer_arg;
   vg_plugin_prefer_fn prefer;
   void *prefer_arg;
+  vg_plugin_admit_fn admit;
+  void *admit_arg;
+  /* Allocates hold it for reading while they create or reuse a slot
+   * directory; the slot collector (slot_gc.h) for writing while it removes
+   * one, so that it never removes a slot an Allocate is handing out. */
+  pthread_rwlock_t slots_lock;
 };
 
 extern const struct vg_rpc_method vg_plugin_methods[];
@@ -96,5 +107,10 @@ void vg_plugin_set_allocate_observer(struct vg_plugin *p, void (*fn)(void *arg),
 /* fn answers GetPreferredAllocation first (the scheduler's assignment);
  * when it has no opinion the plugin's own rule applies. NULL removes it. */
 void vg_plugin_set_preference_source(struct vg_plugin *p, vg_plugin_prefer_fn fn, void *arg);
+
+/* fn decides, before anything is created, whether a container's Allocate
+ * may go on (refused: FAILED_PRECONDITION with fn's reason, which the
+ * kubelet puts in the pod's admission error). NULL removes it. */
+void vg_plugin_set_admission_check(struct vg_plugin *p, vg_plugin_admit_fn fn, void *arg);
 
 #endif

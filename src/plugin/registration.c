@@ -182,7 +182,10 @@ int vg_registration_run(struct vg_plugin *p, const struct vg_reg_opts *o, int si
           char err[512];
           if (vg_gpus_discover(gpus, &ng, err, sizeof(err)) == 0) {
             vg_info("SIGUSR1: %u GPUs found again; sending the device list", ng);
-            vg_plugin_set_gpus(p, gpus, ng);
+            if (o->gpus_found != NULL)
+              o->gpus_found(o->gpus_found_arg, gpus, ng);
+            else
+              vg_plugin_set_gpus(p, gpus, ng);
           } else {
             vg_info("SIGUSR1: GPU discovery: %s; keeping the device list", err);
           }

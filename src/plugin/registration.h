@@ -12,6 +12,9 @@
 struct vg_reg_opts {
   const char *plugin_dir;     /* where our sockets live (one per resource, vg_resource.endpoint) */
   const char *kubelet_socket; /* "" or NULL: serve without registering */
+  /* SIGUSR1 found these GPUs; NULL: they go straight to vg_plugin_set_gpus. */
+  void (*gpus_found)(void *arg, const struct vg_gpu *gpus, unsigned ngpus);
+  void *gpus_found_arg;
 };
 
 /* Serves every resource of p on its own socket and registers each until SIGINT/SIGTERM arrives on

@@ -25,3 +25,10 @@ int vg_slot_name(const char *const *ids, size_t n, char out[17]) {
   snprintf(out, 17, "%016llx", (unsigned long long)h);
   return 0;
 }
+
+bool vg_slot_name_valid(const char *name) {
+  if (strlen(name) != 16) return false;
+  for (const char *p = name; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}

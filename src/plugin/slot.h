@@ -10,9 +10,13 @@
 #ifndef VG_PLUGIN_SLOT_H
 #define VG_PLUGIN_SLOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Writes the name into out; -1 when n is 0 or memory runs out. */
 int vg_slot_name(const char *const *ids, size_t n, char out[17]);
+
+/* Is a directory entry a slot name (16 lowercase hex digits)? */
+bool vg_slot_name_valid(const char *name);
 
 #endif

@@ -12,6 +12,7 @@
 #include "device_id.h"
 #include "k8s.h"
 #include "log.h"
+#include "node_view.h"
 #include "once.h"
 #include "plugin.h"
 #include "podresources.h"
@@ -19,65 +20,12 @@
 #define STEER_LIST_TIMEOUT_MS 3000
 
 struct vg_steer {
-  struct vg_k8s_client *k8s;
-  char node[256];
-  char socket[1024];
+  struct vg_node_source src;
   bool debug;
   pthread_mutex_t lock; /* stats, logged */
   struct vg_steer_stats stats;
-  struct vg_once logged;       /* malformed assignments said once */
-  char last_error[VG_ERR_MAX]; /* said once until the sources answer again */
+  struct vg_once logged; /* malformed assignments said once */
 };
-
-/* ---- what the kubelet holds: PodResources ---- */
-
-struct held {
-  char *ns, *pod, *container, *resource; /* resource NULL: the container holds nothing */
-};
-
-struct held_list {
-  struct held *v;
-  size_t n, cap;
-};
-
-static char *dup_or_empty(const char *s) { return strdup(s != NULL ? s : ""); }
-
-static int collect(const struct vg_pod_devices *d, void *arg) {
-  struct held_list *l = arg;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    struct held *v = realloc(l->v, cap * sizeof(*v));
-    if (v == NULL) return -1;
-    l->v = v, l->cap = cap;
-  }
-  struct held *h = &l->v[l->n++];
-  h->ns = dup_or_empty(d->ns), h->pod = dup_or_empty(d->pod);
-  h->container = dup_or_empty(d->container);
-  h->resource = d->resource != NULL ? strdup(d->resource) : NULL;
-  return 0;
-}
-
-static void held_free(struct held_list *l) {
-  for (size_t i = 0; i < l->n; i++) {
-    free(l->v[i].ns), free(l->v[i].pod), free(l->v[i].container), free(l->v[i].resource);
-  }
-  free(l->v);
-}
-
-/* Is the pod listed at all (admission started)? Does the container hold IDs
- * of the resource (its allocation is done)? */
-static void held_state(const struct held_list *l, const char *ns, const char *pod,
-                       const char *container, const char *resource, bool *listed, bool *holds) {
-  *listed = *holds = false;
-  for (size_t i = 0; i < l->n; i++) {
-    const struct held *h = &l->v[i];
-    if (strcmp(h->ns, ns) != 0 || strcmp(h->pod, pod) != 0) continue;
-    *listed = true;
-    if (h->resource != NULL && strcmp(h->container, container) == 0 &&
-        strcmp(h->resource, resource) == 0)
-      *holds = true;
-  }
-}
 
 /* ---- the request's IDs per GPU ---- */
 
@@ -163,12 +111,6 @@ static bool same_gpus(const struct vg_assign_ctr *a, const struct vg_assign_ctr 
   return true;
 }
 
-static const char *str_at(json_object *o, const char *a, const char *b) {
-  json_object *x = NULL, *y = NULL;
-  if (!json_object_object_get_ex(o, a, &x) || !json_object_object_get_ex(x, b, &y)) return "";
-  return json_object_is_type(y, json_type_string) ? json_object_get_string(y) : "";
-}
-
 static void note_malformed(struct vg_steer *s, const char *ns, const char *pod, const char *why) {
   char key[600];
   snprintf(key, sizeof(key), "%s/%s", ns, pod);
@@ -188,11 +130,11 @@ struct candidates {
 
 /* Adds every assigned container of one pod that could be the one under
  * admission for the request. */
-static void consider_pod(struct vg_steer *s, json_object *pod, const struct held_list *held,
+static void consider_pod(struct vg_steer *s, json_object *pod, const struct vg_node_view *view,
                          const struct vg_steer_request *rq, struct candidates *cs) {
-  const char *ns = str_at(pod, "metadata", "namespace"), *name = str_at(pod, "metadata", "name");
-  const char *phase = str_at(pod, "status", "phase");
-  if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return;
+  const char *ns = vg_json_str_at(pod, "metadata", "namespace");
+  const char *name = vg_json_str_at(pod, "metadata", "name");
+  if (vg_pod_finished(pod)) return;
   struct vg_assignment a;
   struct vg_err err = {""};
   int has = vg_assign_from_pod(pod, &a, &err);
@@ -202,7 +144,7 @@ static void consider_pod(struct vg_steer *s, json_object *pod, const struct held
     const struct vg_assign_ctr *c = &a.ctr[i];
     if (strcmp(c->resource, rq->resource) != 0) continue;
     bool listed, holds;
-    held_state(held, ns, name, c->name, rq->resource, &listed, &holds);
+    vg_node_view_held(view, ns, name, c->name, rq->resource, &listed, &holds);
     if (holds) continue;
     if (!feasible(rq, c)) {
       cs->no_room++;
@@ -215,7 +157,7 @@ static void consider_pod(struct vg_steer *s, json_object *pod, const struct held
       cs->v = v, cs->cap = cap;
     }
     cs->v[cs->n++] = (struct candidate){
-        listed ? 0 : 1, str_at(pod, "metadata", "creationTimestamp"), ns, name, i, *c};
+        listed ? 0 : 1, vg_json_str_at(pod, "metadata", "creationTimestamp"), ns, name, i, *c};
   }
   vg_assign_free(&a);
 }
@@ -239,33 +181,15 @@ static void count(struct vg_steer *s, uint64_t *field) {
 
 size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, const char **out) {
   count(s, &s->stats.calls);
-  if (rq->size == 0 || s->k8s == NULL) return 0;
-  struct held_list held = {NULL, 0, 0};
-  json_object *pods = NULL;
-  struct vg_err err = {""};
-  char rv[64];
-  if (vg_podresources_list_all(s->socket, STEER_LIST_TIMEOUT_MS, collect, &held, &err) != 0 ||
-      vg_k8s_list_pods(s->k8s, s->node, &pods, rv, sizeof(rv), &err) != 0) {
-    held_free(&held);
-    pthread_mutex_lock(&s->lock);
-    s->stats.errors++;
-    bool changed = strcmp(s->last_error, err.msg) != 0;
-    if (changed) snprintf(s->last_error, sizeof(s->last_error), "%s", err.msg);
-    pthread_mutex_unlock(&s->lock);
-    if (changed) vg_info("steer: %s; the plugin's own preference applies meanwhile", err.msg);
+  if (rq->size == 0) return 0;
+  struct vg_node_view view;
+  if (vg_node_view_fetch(&s->src, &view, STEER_LIST_TIMEOUT_MS) != 0) {
+    count(s, &s->stats.errors);
     return 0;
   }
-  pthread_mutex_lock(&s->lock);
-  bool recovered = s->last_error[0] != '\0';
-  s->last_error[0] = '\0';
-  pthread_mutex_unlock(&s->lock);
-  if (recovered) vg_info("steer: the kubelet's PodResources and the API server answer again");
   struct candidates cs = {NULL, 0, 0, 0};
-  json_object *items = NULL;
-  json_object_object_get_ex(pods, "items", &items);
-  size_t n = json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
-  for (size_t i = 0; i < n; i++)
-    consider_pod(s, json_object_array_get_idx(items, i), &held, rq, &cs);
+  for (size_t i = 0; i < vg_node_view_npods(&view); i++)
+    consider_pod(s, vg_node_view_pod(&view, i), &view, rq, &cs);
   bool ambiguous;
   const struct candidate *best = pick(&cs, &ambiguous);
   size_t got = best != NULL ? answer(rq, &best->gpus, out) : 0;
@@ -281,8 +205,7 @@ size_t vg_steer_prefer(struct vg_steer *s, const struct vg_steer_request *rq, co
     s->stats.steered++, s->stats.decisive += best->rank == 0 && !ambiguous;
   pthread_mutex_unlock(&s->lock);
   free(cs.v);
-  json_object_put(pods);
-  held_free(&held);
+  vg_node_view_free(&view);
   return got == rq->size ? got : 0;
 }
 
@@ -292,21 +215,17 @@ size_t vg_steer_prefer_fn(void *steer, const struct vg_steer_request *rq, const 
 
 struct vg_steer *vg_steer_new(struct vg_k8s_client *k8s, const char *node,
                               const char *podresources_socket, bool debug, struct vg_err *err) {
-  if (node == NULL || node[0] == '\0' || strlen(node) >= sizeof(((struct vg_steer *)0)->node)) {
-    vg_err_set(err, "steer: a node name (1..255 bytes) is needed to list the node's pods");
-    return NULL;
-  }
   struct vg_steer *s = calloc(1, sizeof(*s));
   if (s == NULL) {
     vg_err_set(err, "steer: out of memory");
     return NULL;
   }
-  s->k8s = k8s;
+  if (vg_node_source_init(&s->src, k8s, node, podresources_socket, "steer",
+                          "the plugin's own preference applies meanwhile", err) != 0) {
+    free(s);
+    return NULL;
+  }
   s->debug = debug;
-  snprintf(s->node, sizeof(s->node), "%s", node);
-  snprintf(s->socket, sizeof(s->socket), "%s",
-           podresources_socket != NULL && podresources_socket[0] != '\0' ? podresources_socket
-                                                                         : VG_PODRESOURCES_SOCKET);
   pthread_mutex_init(&s->lock, NULL);
   return s;
 }
@@ -320,6 +239,7 @@ void vg_steer_get_stats(struct vg_steer *s, struct vg_steer_stats *st) {
 void vg_steer_free(struct vg_steer *s) {
   if (s == NULL) return;
   vg_once_free(&s->logged);
+  vg_node_source_destroy(&s->src);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }

@@ -28,6 +28,8 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <json-c/json.h>
+
 #include "k8s.h"
 #include "plugin_fixture.h"
 
@@ -585,6 +587,75 @@ static void test_node_agent_end_to_end(void **state) {
   assert_true(marked);
 }
 
+/* GPU `index` of the Node's inventory annotation has this health and reason
+ * (NULL: no reason field) within seconds. */
+static bool inventory_gpu(struct setup *s, int index, const char *health, const char *reason,
+                          double seconds) {
+  static char body[1 << 16];
+  for (int t = 0; t <= (int)(seconds * 20); t++) {
+    if (t > 0) usleep(50000);
+    api(s, "GET", "/api/v1/nodes/node1", NULL, body, sizeof(body));
+    json_object *node = json_tokener_parse(body), *meta, *ann, *val, *gpus;
+    json_object *doc = NULL;
+    if (json_object_object_get_ex(node, "metadata", &meta) &&
+        json_object_object_get_ex(meta, "annotations", &ann) &&
+        json_object_object_get_ex(ann, "vgpu.io/gpu-inventory", &val))
+      doc = json_tokener_parse(json_object_get_string(val));
+    json_object_put(node);
+    bool match = false;
+    if (json_object_object_get_ex(doc, "gpus", &gpus) &&
+        (int)json_object_array_length(gpus) > index) {
+      json_object *g = json_object_array_get_idx(gpus, (size_t)index), *h, *r;
+      bool has_reason = json_object_object_get_ex(g, "reason", &r);
+      match = json_object_object_get_ex(g, "health", &h) &&
+              strcmp(json_object_get_string(h), health) == 0 &&
+              (reason == NULL ? !has_reason
+                              : has_reason && strcmp(json_object_get_string(r), reason) == 0);
+    }
+    json_object_put(doc);
+    if (match) return true;
+  }
+  fail_msg("GPU %d never became %s (reason %s); the Node: %s", index, health,
+           reason != NULL ? reason : "none", body);
+  return false;
+}
+
+static void sim_fault(struct setup *s, const char *device, const char *what, const char *code) {
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-sim"),
+                  "fault",
+                  "--device",
+                  (char *)device,
+                  (char *)what,
+                  (char *)code,
+                  NULL};
+  struct vg_run run;
+  assert_int_equal(vg_run(&s->env, argv, &run), 0);
+}
+
+/* An Unhealthy GPU says why in the inventory (docs/inventory.md: "xid 79",
+ * "lost"), and recovery takes the reason away: the XID mark when the GPUs
+ * are discovered again (SIGUSR1), the lost mark when the GPU answers again. */
+static void test_inventory_health_reason(void **state) {
+  struct setup *s = *state;
+  char kubeconfig[500];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  inventory_gpu(s, 1, "Healthy", NULL, 10);
+
+  sim_fault(s, "1", "--xid", "79");
+  inventory_gpu(s, 1, "Unhealthy", "xid 79", 10);
+  inventory_gpu(s, 0, "Healthy", NULL, 0);
+  assert_non_null(strstr(fake(s, "devices 2 10"), "\"healthy\": 4"));
+
+  kill(s->plugin, SIGUSR1);
+  inventory_gpu(s, 1, "Healthy", NULL, 10);
+  assert_non_null(strstr(fake(s, "devices 3 10"), "\"healthy\": 8"));
+
+  sim_fault(s, "0", "--lost", NULL);
+  inventory_gpu(s, 0, "Unhealthy", "lost", 10);
+  sim_fault(s, "0", "--clear", NULL);
+  inventory_gpu(s, 0, "Healthy", NULL, 10);
+}
+
 /* Issue 4's concurrency check through the whole plugin: 50 pods land on the
  * node at once; the kubelet allocates them in one random order and reports
  * their IDs in another; every container must get its own pod's limits. */
@@ -721,6 +792,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_example_mixed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
       cmocka_unit_test_setup_teardown(test_node_agent_end_to_end, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_inventory_health_reason, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fifty_pods, setup, teardown),
       cmocka_unit_test_setup_teardown(test_numa_topology, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_allocate, setup, teardown),

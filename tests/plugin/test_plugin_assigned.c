@@ -54,14 +54,21 @@ static void add_assigned_pod(struct setup *s, const char *name, const char *assi
   json_object_put(pod);
 }
 
-static char *one_gpu_assignment(const char *uuid, uint64_t memory, int cores) {
+/* An assignment of one GPU to container ctr's nvidia.com/vgpu, for node
+ * (the text, in a static buffer). */
+static char *assignment_for(const char *node, const char *ctr, const char *uuid, long long memory,
+                            int cores) {
   static char text[1024];
   snprintf(text, sizeof(text),
-           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
-           "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%llu,"
+           "{\"version\":1,\"node\":\"%s\",\"containers\":[{\"name\":\"%s\",\"resource\":"
+           "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%lld,"
            "\"cores\":%d}]}]}",
-           uuid, (unsigned long long)memory, cores);
+           node, ctr, uuid, memory, cores);
   return text;
+}
+
+static char *one_gpu_assignment(const char *uuid, uint64_t memory, int cores) {
+  return assignment_for("node1", "c", uuid, (long long)memory, cores);
 }
 
 /* Waits until the region of an admit answer is no longer pending. */
@@ -85,6 +92,21 @@ static bool region_gpu(const struct region_view *v, const char *uuid, uint64_t *
   return false;
 }
 
+/* The admit answer r took IDs of GPU uuid, and the binder wrote mem and sm
+ * for that GPU into its region. */
+static void assert_placed(const char *r, const char *uuid, uint64_t mem, unsigned sm) {
+  char want[200];
+  snprintf(want, sizeof(want), "\"ids\": [\"%s::", uuid);
+  assert_non_null(strstr(r, want));
+  struct region_view v;
+  uint64_t got_mem;
+  unsigned got_sm;
+  assert_true(bound(r, &v, 5));
+  assert_true(region_gpu(&v, uuid, &got_mem, &got_sm));
+  assert_int_equal(got_mem, mem);
+  assert_int_equal(got_sm, sm);
+}
+
 /* Two pods assigned to GPU 1 and GPU 0, admitted in that order: the plugin's
  * own rule would take GPU 0 first, the assignment says otherwise. */
 static void test_steer_follows_assignment(void **state) {
@@ -99,23 +121,8 @@ static void test_steer_follows_assignment(void **state) {
   assert_non_null(strstr(ra, "\"ok\": true"));
   snprintf(rb, sizeof(rb), "%s", fake(s, "admit default b c nvidia.com/vgpu 1"));
   assert_non_null(strstr(rb, "\"ok\": true"));
-  char want[200];
-  snprintf(want, sizeof(want), "\"ids\": [\"%s::", u1);
-  assert_non_null(strstr(ra, want));
-  snprintf(want, sizeof(want), "\"ids\": [\"%s::", u0);
-  assert_non_null(strstr(rb, want));
-
-  struct region_view v;
-  uint64_t mem;
-  unsigned sm;
-  assert_true(bound(ra, &v, 5));
-  assert_true(region_gpu(&v, u1, &mem, &sm));
-  assert_int_equal(mem, 3000 * MIB);
-  assert_int_equal(sm, 30);
-  assert_true(bound(rb, &v, 5));
-  assert_true(region_gpu(&v, u0, &mem, &sm));
-  assert_int_equal(mem, 1000 * MIB);
-  assert_int_equal(sm, 0);
+  assert_placed(ra, u1, 3000 * MIB, 30);
+  assert_placed(rb, u0, 1000 * MIB, 0);
 }
 
 /* A kubelet that ignores the preference gives pod "a" GPU 0 although the
@@ -144,13 +151,7 @@ static void test_malformed_assignment(void **state) {
   struct setup *s = *state;
   char u0[128], u1[128];
   two_gpu_node(s, u0, u1);
-  char bad[600];
-  snprintf(bad, sizeof(bad),
-           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
-           "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":1,\"memory\":-5,"
-           "\"cores\":0}]}]}",
-           u1);
-  add_assigned_pod(s, "bad", bad);
+  add_assigned_pod(s, "bad", assignment_for("node1", "c", u1, -5, 0));
   static char r[1 << 16];
   snprintf(r, sizeof(r), "%s", fake(s, "admit default bad c nvidia.com/vgpu 1"));
   assert_non_null(strstr(r, "\"ok\": true"));
@@ -228,6 +229,66 @@ static void test_api_down_still_serves(void **state) {
   struct region_view v;
   region_from(r, &v);
   assert_true(v.pending);
+}
+
+/* A pod bound without vgpu-scheduler (spec.nodeName set by hand, no
+ * assignment) asks for the GPU the scheduler gave pod "placed". Allocate
+ * refuses it with a message saying what to do, before any slot exists; the
+ * kubelet releases its ID, and "placed", admitted right after, gets its GPU
+ * and its limits. With one ID per GPU, a bypass pod that got through would
+ * have taken that ID. */
+static void test_unplaced_pod_refused(void **state) {
+  struct setup *s = *state;
+  char kubeconfig[500];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "1");
+  char u0[128], u1[128];
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  assert_true(api(s, "POST", "/_test/pods",
+                  "{\"metadata\":{\"name\":\"bypass\",\"namespace\":\"default\"},\"spec\":{"
+                  "\"nodeName\":\"node1\",\"containers\":[{\"name\":\"c\",\"resources\":{"
+                  "\"limits\":{\"nvidia.com/vgpu\":\"1\"}}}]}}",
+                  NULL, 0) < 300);
+  add_assigned_pod(s, "placed", one_gpu_assignment(u1, 2000 * MIB, 20));
+
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default bypass c nvidia.com/vgpu 1"));
+  static const char why[] =
+      "pod default/bypass was not placed by vgpu-scheduler (its vgpu.io/assigned annotation is "
+      "missing): set spec.schedulerName: vgpu-scheduler";
+  json_object *o = json_tokener_parse(r), *v;
+  if (!json_object_object_get_ex(o, "details", &v)) fail_msg("bypass was admitted: %s", r);
+  assert_string_equal(json_object_get_string(v), why);
+  assert_true(json_object_object_get_ex(o, "code", &v));
+  assert_string_equal(json_object_get_string(v), "FAILED_PRECONDITION");
+  json_object_put(o);
+  assert_true(wait_log(s, why, 5));
+  char slots[600];
+  snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
+  assert_int_equal(access(slots, F_OK), -1); /* nothing was created for it */
+
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default placed c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_placed(r, u1, 2000 * MIB, 20);
+}
+
+/* An assignment that is not this placement's (written for another node, or
+ * without the container) is refused as well, naming what is wrong. */
+static void test_foreign_assignment_refused(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  add_assigned_pod(s, "copied", assignment_for("node2", "c", u1, 1 << 20, 0));
+  const char *r = fake(s, "admit default copied c nvidia.com/vgpu 1");
+  assert_non_null(strstr(r, "\"code\": \"FAILED_PRECONDITION\""));
+  assert_non_null(strstr(r,
+                         "pod default/copied was not placed by vgpu-scheduler (its "
+                         "vgpu.io/assigned annotation is for node node2, not node1): set "
+                         "spec.schedulerName: vgpu-scheduler"));
+  add_assigned_pod(s, "partial", assignment_for("node1", "other", u1, 1 << 20, 0));
+  r = fake(s, "admit default partial c nvidia.com/vgpu 1");
+  assert_non_null(strstr(r,
+                         "(its vgpu.io/assigned annotation has no entry for container c and "
+                         "nvidia.com/vgpu)"));
 }
 
 /* ---- through the real scheduler ---- */
@@ -365,6 +426,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_malformed_assignment, setup, teardown),
       cmocka_unit_test_setup_teardown(test_steer_gpushare, setup, teardown),
       cmocka_unit_test_setup_teardown(test_api_down_still_serves, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unplaced_pod_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_foreign_assignment_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scheduler_fifty_pods, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,11 +7,15 @@
  * kubelet; the test then joins pod a's region as a process would (libvgpu
  * does exactly this) and charges 256 MiB, so the scrape must show a's limit,
  * use, compute limit and one process, the GPU's allocation, and the agent's
- * own counters; an injected XID must turn the GPU's health gauge to 0.
+ * own counters; an injected XID must turn the GPU's health gauge to 0. The
+ * slot directory of a deleted pod is removed and its series with it.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 // clang-format off
 #include <setjmp.h>
@@ -74,7 +78,7 @@ static void assign(struct setup *s, const char *pod, const char *uuid, uint64_t 
   snprintf(body, sizeof(body),
            "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"annotations\":{"
            "\"vgpu.io/assigned\":\"%s\"}},\"spec\":{\"nodeName\":\"node1\",\"containers\":[{"
-           "\"name\":\"c\"}]}}",
+           "\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":\"1\"}}}]}}",
            pod, text);
   assert_true(api(s, "POST", "/_test/pods", body, NULL, 0) < 300);
   snprintf(admitted, len, "%s", fake(s, "admit default %s c nvidia.com/vgpu 1", pod));
@@ -162,6 +166,8 @@ static void test_metrics(void **state) {
   assert_int_equal(sample(m, "vgpu_steer_requests_total", "result=\"steered\"", NULL), 2);
   assert_int_equal(sample(m, "vgpu_steer_decisive_total", node, NULL), 2);
   assert_int_equal(sample(m, "vgpu_binder_bound_total", node, NULL), 2);
+  assert_int_equal(sample(m, "vgpu_allocate_checks_total", "result=\"assigned\"", NULL), 2);
+  assert_int_equal(sample(m, "vgpu_allocate_checks_total", "result=\"refused\"", NULL), 0);
 
   /* The process gives its memory back and leaves. */
   vg_region_release(&shm, slot, 0, 256 * MIB);
@@ -183,6 +189,90 @@ static void test_metrics(void **state) {
   }
   assert_true(healthy == 0);
   promtool_accepts(s, scrape(port));
+}
+
+/* The slot directory of an admit or allocate answer. */
+static void slot_dir(const char *answer, char *dir, size_t len) {
+  region_path(answer, dir, len);
+  *strrchr(dir, '/') = '\0';
+}
+
+/* Sets a directory's mtime s seconds back: a slot allocated that long ago. */
+static void backdate(const char *dir, long s) {
+  struct timespec t[2];
+  clock_gettime(CLOCK_REALTIME, &t[0]);
+  t[0].tv_sec -= s;
+  t[1] = t[0];
+  assert_int_equal(utimensat(AT_FDCWD, dir, t, 0), 0);
+}
+
+static bool gone_within(const char *path, double seconds) {
+  for (int i = 0; i < (int)(seconds * 20) && access(path, F_OK) == 0; i++) usleep(50000);
+  return access(path, F_OK) != 0;
+}
+
+/* The slot directory of a deleted pod is removed, and its series leave
+ * /metrics with it; a slot the kubelet has not listed yet (allocated a
+ * moment ago) survives its grace period; and while the API server shows a
+ * pod of the node the kubelet does not list (a kubelet catching up after a
+ * restart), nothing is removed. */
+static void test_gone_pod_slot_removed(void **state) {
+  struct setup *s = *state;
+  static const char *const args[] = {"--metrics", "127.0.0.1:0", "--slot-grace", "4"};
+  memcpy(s->extra_args, args, sizeof(args));
+  char kubeconfig[500], u0[128], u1[128];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  int port = metrics_port(s);
+  static char gone[1 << 16], kept[1 << 16], fresh[1 << 16];
+  assign(s, "gone", u1, 1000 * MIB, 0, gone, sizeof(gone));
+  assign(s, "kept", u0, 1000 * MIB, 0, kept, sizeof(kept));
+  char gone_dir[600], kept_dir[600], fresh_dir[600];
+  slot_dir(gone, gone_dir, sizeof(gone_dir));
+  slot_dir(kept, kept_dir, sizeof(kept_dir));
+  const char *m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_container_memory_limit_bytes", "pod=\"gone\"", NULL),
+                   1000 * MIB);
+  backdate(gone_dir, 3600);
+  backdate(kept_dir, 3600);
+
+  /* A pod the kubelet does not list yet holds the collector back. */
+  assert_true(api(s, "POST", "/_test/pods",
+                  "{\"metadata\":{\"name\":\"late\",\"namespace\":\"default\"},\"spec\":{"
+                  "\"nodeName\":\"node1\",\"containers\":[{\"name\":\"c\"}]}}",
+                  NULL, 0) < 300);
+  assert_true(api(s, "DELETE", "/_test/pods/default/gone", NULL, NULL, 0) < 300);
+  assert_non_null(strstr(fake(s, "unassign default gone"), "\"ok\": true"));
+  assert_true(wait_log(s, "the kubelet does not list pod default/late", 10));
+  assert_int_equal(access(gone_dir, F_OK), 0);
+
+  /* The kubelet lists every pod again: the slot of the deleted pod goes. */
+  assert_true(api(s, "DELETE", "/_test/pods/default/late", NULL, NULL, 0) < 300);
+  if (!gone_within(gone_dir, 10)) {
+    static char log[1 << 16];
+    plugin_log(s, log, sizeof(log));
+    fail_msg("%s was never removed; plugin log:\n%s", gone_dir, log);
+  }
+  assert_int_equal(access(kept_dir, F_OK), 0);
+  m = scrape(port);
+  promtool_accepts(s, m);
+  assert_null(strstr(m, "pod=\"gone\""));
+  assert_int_equal(sample(m, "vgpu_container_memory_limit_bytes", "pod=\"kept\"", NULL),
+                   1000 * MIB);
+  assert_int_equal(sample(m, "vgpu_slots_removed_total", "node=\"node1\"", NULL), 1);
+  assert_int_equal(sample(m, "vgpu_stale_slots", "node=\"node1\"", NULL), 0);
+
+  /* Allocated a moment ago, not listed yet: kept for its grace period
+   * (several passes), then removed, as the kubelet never recorded it. */
+  snprintf(fresh, sizeof(fresh), "%s", fake(s, "allocate %s::3", u1));
+  assert_non_null(strstr(fresh, "\"ok\": true"));
+  slot_dir(fresh, fresh_dir, sizeof(fresh_dir));
+  usleep(2500000);
+  assert_int_equal(access(fresh_dir, F_OK), 0);
+  assert_int_equal(sample(scrape(port), "vgpu_stale_slots", "node=\"node1\"", NULL), 1);
+  assert_true(gone_within(fresh_dir, 10));
+  assert_int_equal(access(kept_dir, F_OK), 0);
+  assert_int_equal(sample(scrape(port), "vgpu_slots_removed_total", "node=\"node1\"", NULL), 2);
 }
 
 /* A --metrics address that cannot be served stops the plugin with the reason. */
@@ -211,6 +301,7 @@ static void test_bad_metrics_address(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gone_pod_slot_removed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,183 @@
+/* gate.c -- see gate.h and docs/device-plugin.md ("Pods not placed by vgpu-scheduler"). */
+#include "gate.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "assignment.h"
+#include "node_view.h"
+
+#define GATE_LIST_TIMEOUT_MS 3000
+#define SCHEDULER_NAME "vgpu-scheduler"
+
+struct vg_gate {
+  struct vg_node_source src;
+  pthread_mutex_t lock; /* stats */
+  struct vg_gate_stats stats;
+};
+
+/* Does the container ask for the resource (limits, else requests; a zero
+ * quantity gets no Allocate from the kubelet)? */
+static bool asks_for(json_object *ctr, const char *resource) {
+  json_object *res, *list, *q;
+  if (!json_object_object_get_ex(ctr, "resources", &res)) return false;
+  if (!(json_object_object_get_ex(res, "limits", &list) &&
+        json_object_object_get_ex(list, resource, &q)) &&
+      !(json_object_object_get_ex(res, "requests", &list) &&
+        json_object_object_get_ex(list, resource, &q)))
+    return false;
+  if (json_object_is_type(q, json_type_int)) return json_object_get_int64(q) != 0;
+  return !json_object_is_type(q, json_type_string) || strcmp(json_object_get_string(q), "0") != 0;
+}
+
+/* What one candidate container's pod says about its placement. */
+enum verdict { PLACED, MISSING, NO_ENTRY, OTHER_NODE };
+
+static enum verdict placement(json_object *pod, const char *ctr, const char *resource,
+                              const char *node, char *other, size_t len) {
+  struct vg_assignment a;
+  struct vg_err err;
+  int has = vg_assign_from_pod(pod, &a, &err);
+  /* A malformed annotation was written by someone who meant to place the
+   * pod: steering skips it and the binder fails it closed, naming the field. */
+  if (has < 0) return PLACED;
+  if (has == 0) return MISSING;
+  enum verdict v = PLACED;
+  if (strcmp(a.node, node) != 0) {
+    snprintf(other, len, "%s", a.node);
+    v = OTHER_NODE;
+  } else if (vg_assign_find(&a, ctr, resource) == NULL) {
+    v = NO_ENTRY;
+  }
+  vg_assign_free(&a);
+  return v;
+}
+
+struct refusal {
+  const char *stamp, *ns, *pod, *ctr; /* the oldest unplaced candidate */
+  enum verdict verdict;
+  char other[VG_ASSIGN_RESOURCE_MAX];
+};
+
+/* Candidates of one pod; true when one of them was placed by the scheduler. */
+static bool consider_pod(const struct vg_gate *g, const struct vg_node_view *view, json_object *pod,
+                         const char *resource, struct refusal *r) {
+  const char *ns = vg_json_str_at(pod, "metadata", "namespace");
+  const char *name = vg_json_str_at(pod, "metadata", "name");
+  const char *stamp = vg_json_str_at(pod, "metadata", "creationTimestamp");
+  bool listed;
+  vg_node_view_held(view, ns, name, NULL, NULL, &listed, NULL);
+  if (vg_pod_finished(pod) || !listed) return false;
+  json_object *spec, *list;
+  if (!json_object_object_get_ex(pod, "spec", &spec)) return false;
+  static const char *const lists[] = {"initContainers", "containers"};
+  for (size_t l = 0; l < 2; l++) {
+    if (!json_object_object_get_ex(spec, lists[l], &list) ||
+        !json_object_is_type(list, json_type_array))
+      continue;
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+      json_object *c = json_object_array_get_idx(list, i), *jn;
+      const char *ctr = json_object_object_get_ex(c, "name", &jn) ? json_object_get_string(jn) : "";
+      bool holds;
+      vg_node_view_held(view, ns, name, ctr, resource, &listed, &holds);
+      if (!asks_for(c, resource) || holds) continue;
+      char other[VG_ASSIGN_RESOURCE_MAX] = "";
+      enum verdict v = placement(pod, ctr, resource, g->src.node, other, sizeof(other));
+      if (v == PLACED) return true;
+      int age = r->stamp == NULL ? -1 : strcmp(stamp, r->stamp);
+      if (age == 0) age = strcmp(ns, r->ns);
+      if (age == 0) age = strcmp(name, r->pod);
+      if (age < 0) {
+        *r = (struct refusal){stamp, ns, name, ctr, v, ""};
+        snprintf(r->other, sizeof(r->other), "%s", other);
+      }
+    }
+  }
+  return false;
+}
+
+/* The reason the kubelet shows in the pod's events: one line, no '%'. */
+static void refusal_text(const struct refusal *r, const char *resource, const char *node, char *why,
+                         size_t len) {
+  char detail[600];
+  if (r->verdict == MISSING)
+    snprintf(detail, sizeof(detail), "its %s annotation is missing", VG_ASSIGNED_ANNOTATION);
+  else if (r->verdict == NO_ENTRY)
+    snprintf(detail, sizeof(detail), "its %s annotation has no entry for container %s and %s",
+             VG_ASSIGNED_ANNOTATION, r->ctr, resource);
+  else
+    snprintf(detail, sizeof(detail), "its %s annotation is for node %s, not %s",
+             VG_ASSIGNED_ANNOTATION, r->other, node);
+  snprintf(why, len, "pod %s/%s was not placed by %s (%s): set spec.schedulerName: %s", r->ns,
+           r->pod, SCHEDULER_NAME, detail, SCHEDULER_NAME);
+}
+
+static void count(struct vg_gate *g, uint64_t *field) {
+  pthread_mutex_lock(&g->lock);
+  (*field)++;
+  pthread_mutex_unlock(&g->lock);
+}
+
+int vg_gate_check(struct vg_gate *g, const char *resource, char *why, size_t len) {
+  struct vg_node_view view;
+  if (vg_node_view_fetch(&g->src, &view, GATE_LIST_TIMEOUT_MS) != 0) {
+    count(g, &g->stats.errors);
+    return 0;
+  }
+  struct refusal r = {NULL, NULL, NULL, NULL, MISSING, ""};
+  bool placed = false;
+  for (size_t i = 0; i < vg_node_view_npods(&view) && !placed; i++)
+    placed = consider_pod(g, &view, vg_node_view_pod(&view, i), resource, &r);
+  int rc = 0;
+  if (placed) {
+    count(g, &g->stats.assigned);
+  } else if (r.pod == NULL) {
+    count(g, &g->stats.unidentified);
+  } else {
+    refusal_text(&r, resource, g->src.node, why, len);
+    count(g, &g->stats.refused);
+    rc = 1;
+  }
+  vg_node_view_free(&view);
+  return rc;
+}
+
+int vg_gate_check_fn(void *gate, const char *resource, char *why, size_t len) {
+  return vg_gate_check(gate, resource, why, len);
+}
+
+struct vg_gate *vg_gate_new(struct vg_k8s_client *k8s, const char *node,
+                            const char *podresources_socket, struct vg_err *err) {
+  struct vg_gate *g = calloc(1, sizeof(*g));
+  if (g == NULL) {
+    vg_err_set(err, "gate: out of memory");
+    return NULL;
+  }
+  if (vg_node_source_init(&g->src, k8s, node, podresources_socket, "gate",
+                          "Allocate cannot check that pods were placed by " SCHEDULER_NAME
+                          " meanwhile",
+                          err) != 0) {
+    free(g);
+    return NULL;
+  }
+  pthread_mutex_init(&g->lock, NULL);
+  return g;
+}
+
+void vg_gate_get_stats(struct vg_gate *g, struct vg_gate_stats *st) {
+  pthread_mutex_lock(&g->lock);
+  *st = g->stats;
+  pthread_mutex_unlock(&g->lock);
+}
+
+void vg_gate_free(struct vg_gate *g) {
+  if (g == NULL) return;
+  vg_node_source_destroy(&g->src);
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+}
