@@ -194,10 +194,10 @@ static int refuse_ordinal(int ordinal, const char *uuid) {
   for (uint32_t i = 0; i < n && i < VG_MAX_DEVICES && off < sizeof(gpus); i++)
     off += (size_t)snprintf(gpus + off, sizeof(gpus) - off, "%s%s", i ? ", " : "", r->dev[i].uuid);
   vg_error(
-      "CUDA device %d is GPU %s, which the node agent did not assign to this container (its "
-      "GPUs: %s; region file %s): contexts and memory on it are refused with "
-      "CUDA_ERROR_INVALID_DEVICE instead of being used without limits. Use the container's "
-      "NVIDIA_VISIBLE_DEVICES as the device plugin set it",
+      "CUDA device %d (%s) is not one of this container's GPUs: the node agent assigned %s "
+      "(region file %s). Contexts and memory on it are refused with CUDA_ERROR_INVALID_DEVICE "
+      "instead of being used without limits; keep the NVIDIA_VISIBLE_DEVICES the device "
+      "plugin set",
       ordinal, uuid, n ? gpus : "none", vg_state.shm.path);
   return VG_STATE_NOT_ASSIGNED;
 }
