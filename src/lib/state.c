@@ -221,6 +221,8 @@ bool vg_state_refuses(int ordinal) {
   if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return false;
   int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
   if (dev != -1) return dev == VG_STATE_NOT_ASSIGNED;
+  /* Outside the node agent (vgpu run) nothing is refused: no driver query. */
+  if (!vg_region_assigned(vg_region_of(&vg_state.shm))) return false;
   char text[VG_UUID_LEN];
   if (!ordinal_uuid(ordinal, text, sizeof(text)) || !outside_assignment(text)) return false;
   refuse_ordinal(ordinal, text);
