@@ -13,6 +13,9 @@ work=$(mktemp -d /tmp/vgpu-demo-XXXXXX)
 trap 'kill $holder 2>/dev/null || true; rm -rf "$work"' EXIT
 holder=""
 export VGPU_SIM_STATE="$work/sim.state" VGPU_SIM_MEMORY=16g
+# The demo plays a host, where the driver shows every GPU; inside a GPU
+# container this variable names real GPUs, which the simulator would hide.
+unset NVIDIA_VISIBLE_DEVICES
 export CUDA_DEVICE_MEMORY_SHARED_CACHE="$work/d.cache"
 MiB=$((1024 * 1024))
 

@@ -55,8 +55,10 @@ class Node:
         self.env = dict(os.environ, VGPU_SIM_STATE=os.path.join(self.work, "sim.state"),
                         VGPU_SIM_DEVICES=str(gpus), VGPU_SIM_MEMORY=memory,
                         LD_LIBRARY_PATH=os.path.join(build, "sim"))
+        # NVIDIA_VISIBLE_DEVICES too: on a GPU machine it names real GPUs,
+        # which the simulator would then hide (docs/simulator.md).
         for var in ("CUDA_DEVICE_SM_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT",
-                    "CUDA_DEVICE_MEMORY_SHARED_CACHE"):
+                    "CUDA_DEVICE_MEMORY_SHARED_CACHE", "NVIDIA_VISIBLE_DEVICES"):
             self.env.pop(var, None)
         self.procs = []
         self.sched_port = None

@@ -82,13 +82,19 @@ void vg_region_unlock(struct vg_shm *shm) {
   vg_shared_mutex_unlock(&vg_region_of(shm)->lock.mutex);
 }
 
+int vg_region_find_device(const struct vg_region *r, const char *uuid) {
+  uint32_t n = __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n && i < VG_MAX_DEVICES; i++)
+    if (strncmp(r->dev[i].uuid, uuid, VG_UUID_LEN) == 0) return (int)i;
+  return -1;
+}
+
 int vg_region_device_locked(struct vg_shm *shm, const char *uuid, uint64_t mem_total) {
   struct vg_region *r = vg_region_of(shm);
-  for (uint32_t i = 0; i < r->device_count && i < VG_MAX_DEVICES; i++) {
-    if (strncmp(r->dev[i].uuid, uuid, VG_UUID_LEN) == 0) {
-      if (mem_total != 0) r->dev[i].mem_total = mem_total;
-      return (int)i;
-    }
+  int found = vg_region_find_device(r, uuid);
+  if (found >= 0) {
+    if (mem_total != 0) r->dev[found].mem_total = mem_total;
+    return found;
   }
   if (r->device_count >= VG_MAX_DEVICES) return -1;
   int i = (int)r->device_count;
@@ -189,6 +195,9 @@ void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent) {
 
 void vg_region_set_pending(struct vg_shm *shm, bool pending) {
   struct vg_region *r = vg_region_of(shm);
+  /* Only the node agent hands a region over this way (docs/allocation.md),
+   * and it has registered the container's GPUs by then: mark it assigned. */
+  __atomic_or_fetch(&r->flags, VG_REGION_ASSIGNED, __ATOMIC_RELEASE);
   if (pending)
     __atomic_or_fetch(&r->flags, VG_REGION_LIMITS_PENDING, __ATOMIC_RELEASE);
   else

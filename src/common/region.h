@@ -36,7 +36,8 @@
 
 #define VG_REGION_MAGIC 0x52504756u /* "VGPR" little-endian */
 #define VG_REGION_VERSION_MAJOR 1
-#define VG_REGION_VERSION_MINOR 1 /* 1.1: compute-limiter fields in the device entry */
+/* 1.1: compute-limiter fields in the device entry; 1.2: the ASSIGNED flag */
+#define VG_REGION_VERSION_MINOR 2
 #define VG_MAX_DEVICES 16
 #define VG_MAX_PROCS 1024
 #define VG_UUID_LEN 96
@@ -89,6 +90,12 @@ struct vg_region {
  * the pod's limits yet (docs/allocation.md): processes wait before using a
  * GPU, and fail closed if it takes too long. */
 #define VG_REGION_LIMITS_PENDING 0x1u
+/* The node agent made the region at Allocate with the container's GPUs
+ * registered: dev[] is the container's whole assignment, and libvgpu refuses
+ * a GPU that is not in it (docs/memory.md) instead of running it unlimited.
+ * Set together with the pending state (vg_region_set_pending), which only
+ * the agent writes; never cleared. */
+#define VG_REGION_ASSIGNED 0x2u
 
 /* Describes the region file to vg_shm_open. */
 extern const struct vg_shm_spec vg_region_spec;
@@ -130,11 +137,19 @@ void vg_region_charge(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
 int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct vg_err *err);
 void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent);
 
-/* Marks the limits pending (the agent, at Allocate) or ready (once written). */
+/* Marks the limits pending (the agent, at Allocate) or ready (once written);
+ * either way the region becomes the agent's: VG_REGION_ASSIGNED. */
 void vg_region_set_pending(struct vg_shm *shm, bool pending);
 static inline bool vg_region_pending(const struct vg_region *r) {
   return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_LIMITS_PENDING) != 0;
 }
+static inline bool vg_region_assigned(const struct vg_region *r) {
+  return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_ASSIGNED) != 0;
+}
+
+/* The entry for uuid, or -1. Lock-free: entries are only ever appended, each
+ * written before device_count publishes it. */
+int vg_region_find_device(const struct vg_region *r, const char *uuid);
 
 /* GPU time the container submitted on a device in the last complete second,
  * as a percentage of the device (0..100); 0 when it has been idle for longer.

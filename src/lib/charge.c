@@ -23,6 +23,7 @@ enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) 
     if (VG_CU(cuCtxGetDevice, &ordinal) != CUDA_SUCCESS)
       return VG_CHARGE_UNTRACKED; /* no context: the driver will say so */
     dev = vg_state_device((int)ordinal);
+    if (dev == VG_STATE_NOT_ASSIGNED) return VG_CHARGE_FOREIGN; /* said by state.c */
     if (dev < 0) {
       /* A device we cannot account for is never used unaccounted. */
       vg_error("CUDA device %d cannot be accounted in region file %s; refusing the allocation",
@@ -123,6 +124,8 @@ int vg_charge_error(enum vg_charge_rc rc) {
       return CUDA_ERROR_OUT_OF_MEMORY;
     case VG_CHARGE_REFUSED:
       return CUDA_ERROR_INVALID_VALUE;
+    case VG_CHARGE_FOREIGN:
+      return CUDA_ERROR_INVALID_DEVICE;
     default:
       return CUDA_SUCCESS;
   }

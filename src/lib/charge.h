@@ -27,7 +27,8 @@ enum vg_charge_rc {
   VG_CHARGE_OK,        /* reserved: call the driver */
   VG_CHARGE_UNTRACKED, /* nothing to account (no context, host memory): call the driver */
   VG_CHARGE_OVER,      /* over the limit: return CUDA_ERROR_OUT_OF_MEMORY */
-  VG_CHARGE_REFUSED    /* configuration is broken: return CUDA_ERROR_INVALID_VALUE */
+  VG_CHARGE_REFUSED,   /* configuration is broken: return CUDA_ERROR_INVALID_VALUE */
+  VG_CHARGE_FOREIGN    /* not this container's GPU: return CUDA_ERROR_INVALID_DEVICE */
 };
 
 struct vg_charge {

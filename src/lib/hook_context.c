@@ -1,5 +1,11 @@
 /*
- * hook_context.c -- contexts take their memory with them.
+ * hook_context.c -- contexts: where they may be made, and that they take
+ * their memory with them.
+ *
+ * Under the node agent a context on a GPU outside the container's assignment
+ * is refused with CUDA_ERROR_INVALID_DEVICE -- what the driver says of a
+ * device it does not have (state.h, docs/memory.md). Without a context
+ * nothing can run or be allocated there; the allocation paths check too.
  *
  * Destroying a context (cuCtxDestroy, the last cuDevicePrimaryCtxRelease,
  * cuDevicePrimaryCtxReset -- what cudaDeviceReset does) frees every
@@ -24,10 +30,31 @@ static CUcontext primary_of(CUdevice dev) {
 
 VG_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
   CUresult rc = VG_CU(cuDevicePrimaryCtxRetain, pctx, dev);
   if (rc == CUDA_SUCCESS && pctx != NULL && dev >= 0 && dev < VG_MAX_DEVICES)
     __atomic_store_n(&g_primary[dev], *pctx, __ATOMIC_RELEASE);
   return rc;
+}
+
+VG_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return VG_CU(cuCtxCreate_v2, pctx, flags, dev);
+}
+
+VG_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                  unsigned int flags, CUdevice dev) {
+  VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return VG_CU(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+}
+
+VG_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                                  CUdevice dev) {
+  VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return VG_CU(cuCtxCreate_v4, pctx, params, flags, dev);
 }
 
 VG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {

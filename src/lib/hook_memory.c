@@ -100,12 +100,15 @@ VG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 /* Pools: which device (region entry) each pool allocates on; a pool in host
- * memory (-1) is not charged. */
+ * memory (-1) is not charged. A pool of a GPU outside the container's
+ * assignment would put memory there from a stream of any device, so none is
+ * handed out (created, default or current). */
 VG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
   VG_ENTER();
+  bool device = props != NULL && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+  if (device && vg_state_refuses(props->location.id)) return CUDA_ERROR_INVALID_DEVICE;
   CUresult rc = VG_CU(cuMemPoolCreate, pool, props);
   if (rc == CUDA_SUCCESS && props != NULL) {
-    bool device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
     int dev = device ? vg_state_device(props->location.id) : -1;
     vg_pool_note(*pool, device && dev < 0 ? -2 : dev); /* -2: charge where it is used */
   }
@@ -114,12 +117,19 @@ VG_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
 
 VG_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
   VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
   CUresult rc = VG_CU(cuDeviceGetDefaultMemPool, pool, dev);
   if (rc == CUDA_SUCCESS) {
     int entry = vg_state_device((int)dev);
     vg_pool_note(*pool, entry < 0 ? -2 : entry);
   }
   return rc;
+}
+
+VG_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
+  VG_ENTER();
+  if (vg_state_refuses((int)dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return VG_CU(cuDeviceGetMemPool, pool, dev);
 }
 
 VG_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
@@ -164,7 +174,7 @@ VG_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
  * context and *ordinal to its device, and returns its region entry; -1
  * (owner NULL) for the current context: the default streams, the current
  * context's own streams, or a driver that cannot say; -2 when its device
- * cannot be accounted. */
+ * cannot be accounted; VG_STATE_NOT_ASSIGNED when it is not the container's. */
 static int stream_entry(CUstream h, CUcontext *owner, CUdevice *ordinal_out) {
   *owner = NULL;
   if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return -1;
@@ -177,6 +187,7 @@ static int stream_entry(CUstream h, CUcontext *owner, CUdevice *ordinal_out) {
   VG_CU(cuCtxPopCurrent_v2, &popped);
   if (rc != CUDA_SUCCESS) return -1;
   int entry = vg_state_device((int)ordinal);
+  if (entry == VG_STATE_NOT_ASSIGNED) return entry;
   if (entry < 0) {
     vg_error("CUDA device %d cannot be accounted in region file %s; refusing the allocation",
              (int)ordinal, vg_state.shm.path);
@@ -221,7 +232,8 @@ static CUmemoryPool current_pool(CUdevice ordinal) {
 }
 
 /* Where the current context allocates: its region entry (-1 when none or
- * not accountable: vg_charge_begin then says which), and its ordinal. */
+ * not accountable: vg_charge_begin then says which; VG_STATE_NOT_ASSIGNED),
+ * and its ordinal. */
 static int current_entry(CUdevice *ordinal) {
   *ordinal = -1;
   if (!vg_state_ready() || VG_CU(cuCtxGetDevice, ordinal) != CUDA_SUCCESS) {
@@ -241,6 +253,7 @@ static int current_entry(CUdevice *ordinal) {
   int dev = vg_state_ready() ? stream_entry(stream, &owner, &ordinal) : -1; \
   if (dev == -2) return CUDA_ERROR_OUT_OF_MEMORY;                           \
   if (dev == -1) dev = current_entry(&ordinal);                             \
+  if (dev == VG_STATE_NOT_ASSIGNED) return CUDA_ERROR_INVALID_DEVICE;       \
   VG_POOLED_CALL(current_pool(ordinal), dev, owner, size, dptr, VG_CU(fn, dptr, size, stream))
 
 /* A pool's allocations land on the pool's device; a pool libvgpu did not see
@@ -253,7 +266,9 @@ static int current_entry(CUdevice *ordinal) {
   if (dev == -1) return VG_CU(fn, dptr, size, pool, stream);                                 \
   if (dev == -2 && vg_state_ready() && (dev = stream_entry(stream, &owner, &ordinal)) == -2) \
     return CUDA_ERROR_OUT_OF_MEMORY;                                                         \
+  if (dev == VG_STATE_NOT_ASSIGNED) return CUDA_ERROR_INVALID_DEVICE;                        \
   if (dev < 0) dev = current_entry(&ordinal);                                                \
+  if (dev == VG_STATE_NOT_ASSIGNED) return CUDA_ERROR_INVALID_DEVICE;                        \
   VG_POOLED_CALL(pool, dev, owner, size, dptr, VG_CU(fn, dptr, size, pool, stream))
 
 #define VG_ASYNC_FREE(fn, dptr, stream) \

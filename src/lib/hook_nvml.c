@@ -6,14 +6,17 @@
  * total = limit, used = what the container's processes are charged, free =
  * the rest (never negative; never more than is physically free). The GPU is
  * matched to the region by UUID, so NVML indices and CUDA ordinals may
- * differ without mixing up devices.
+ * differ without mixing up devices. A GPU outside the node agent's
+ * assignment is not listed at all (hook_nvml_devices.c); a handle to one
+ * obtained another way is refused here as an invalid argument.
  */
 #include <string.h>
 
 #include "hooks.h"
 #include "state.h"
 
-/* Region entry for an NVML device, or -1 when there is nothing to change. */
+/* Region entry for an NVML device, VG_STATE_NOT_ASSIGNED, or -1 when there
+ * is nothing to change. */
 static int entry_for(nvmlDevice_t device, unsigned long long total) {
   char uuid[VG_UUID_LEN];
   unsigned index = 0;
@@ -42,6 +45,10 @@ VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
   nvmlReturn_t rc = VG_NV(nvmlDeviceGetMemoryInfo, device, memory);
   if (rc != NVML_SUCCESS || memory == NULL) return rc;
   int dev = entry_for(device, memory->total);
+  if (dev == VG_STATE_NOT_ASSIGNED) {
+    memory->total = memory->free = memory->used = 0;
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
   if (dev >= 0) virtual_view(dev, &memory->total, &memory->free, &memory->used);
   return rc;
 }
@@ -51,6 +58,10 @@ VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
   nvmlReturn_t rc = VG_NV(nvmlDeviceGetMemoryInfo_v2, device, memory);
   if (rc != NVML_SUCCESS || memory == NULL) return rc;
   int dev = entry_for(device, memory->total);
+  if (dev == VG_STATE_NOT_ASSIGNED) {
+    memory->total = memory->free = memory->used = memory->reserved = 0;
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
   /* The slice has no driver-reserved part: total = free + used. */
   if (dev >= 0 && virtual_view(dev, &memory->total, &memory->free, &memory->used))
     memory->reserved = 0;

@@ -52,6 +52,7 @@ VG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     return vg_state.config_ok ? VG_CU(cuMemCreate, handle, size, prop, flags)
                               : CUDA_ERROR_INVALID_VALUE;
   int dev = vg_state_device(prop->location.id);
+  if (dev == VG_STATE_NOT_ASSIGNED) return CUDA_ERROR_INVALID_DEVICE;
   if (dev < 0) {
     if (!device_exists(prop->location.id)) return VG_CU(cuMemCreate, handle, size, prop, flags);
     vg_error("CUDA device %d cannot be accounted; refusing cuMemCreate", prop->location.id);

@@ -25,9 +25,13 @@
   X(cuArray3DCreate_v2)             \
   X(cuArrayCreate_v2)               \
   X(cuArrayDestroy)                 \
+  X(cuCtxCreate_v2)                 \
+  X(cuCtxCreate_v3)                 \
+  X(cuCtxCreate_v4)                 \
   X(cuCtxDestroy_v2)                \
   X(cuCtxSynchronize)               \
   X(cuDeviceGetDefaultMemPool)      \
+  X(cuDeviceGetMemPool)             \
   X(cuDevicePrimaryCtxRelease_v2)   \
   X(cuDevicePrimaryCtxReset_v2)     \
   X(cuDevicePrimaryCtxRetain)       \
@@ -75,7 +79,6 @@
   X(cuCtxPopCurrent_v2)         \
   X(cuCtxPushCurrent_v2)        \
   X(cuStreamGetCtx)             \
-  X(cuDeviceGetMemPool)         \
   X(cuMemPoolGetAttribute)      \
   X(cuDevicePrimaryCtxGetState) \
   X(cuDeviceGetCount)           \
@@ -92,13 +95,18 @@
   X(cuMemGetAllocationGranularity)
 
 /* NVML entry points we replace, and those we only call. */
-#define VG_NVML_HOOKS(X)     \
-  X(nvmlDeviceGetMemoryInfo) \
+#define VG_NVML_HOOKS(X)              \
+  X(nvmlDeviceGetCount)               \
+  X(nvmlDeviceGetCount_v2)            \
+  X(nvmlDeviceGetHandleByIndex)       \
+  X(nvmlDeviceGetHandleByIndex_v2)    \
+  X(nvmlDeviceGetHandleByPciBusId_v2) \
+  X(nvmlDeviceGetHandleByUUID)        \
+  X(nvmlDeviceGetIndex)               \
+  X(nvmlDeviceGetMemoryInfo)          \
   X(nvmlDeviceGetMemoryInfo_v2)
 
 #define VG_NVML_USED(X)              \
-  X(nvmlDeviceGetHandleByUUID)       \
-  X(nvmlDeviceGetIndex)              \
   X(nvmlDeviceGetProcessUtilization) \
   X(nvmlDeviceGetUUID)               \
   X(nvmlDeviceGetUtilizationRates)   \

@@ -117,7 +117,17 @@ static void apply_limits_locked(int dev, int ordinal) {
   __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
 }
 
+/* Under the node agent the region lists the container's GPUs and no other
+ * may be used (VG_REGION_ASSIGNED); elsewhere every GPU the process sees is
+ * registered on first use. The assignment is complete before the agent
+ * marks the region, so this never waits for pending limits. */
+static bool outside_assignment(const char *uuid) {
+  const struct vg_region *r = vg_region_of(&vg_state.shm);
+  return vg_region_assigned(r) && vg_region_find_device(r, uuid) < 0;
+}
+
 static int register_device(const char *uuid, uint64_t total, int ordinal) {
+  if (outside_assignment(uuid)) return VG_STATE_NOT_ASSIGNED;
   if (vg_region_lock(&vg_state.shm) != 0) {
     vg_error("the lock of region file %s is unusable; recreate the file", vg_state.shm.path);
     return -1;
@@ -160,24 +170,66 @@ static bool limits_ready(void) {
   return true;
 }
 
-int vg_state_device(int ordinal) {
-  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
-  int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
-  if (dev >= 0) return dev;
-  if (!limits_ready()) return -1;
+static bool ordinal_uuid(int ordinal, char *text, size_t len) {
   CUuuid uuid;
-  size_t total = 0;
-  char text[VG_UUID_LEN];
   CUresult rc = vg_cuda.cuDeviceGetUuid_v2 != NULL
                     ? vg_cuda.cuDeviceGetUuid_v2(&uuid, (CUdevice)ordinal)
                     : VG_CU(cuDeviceGetUuid, &uuid, (CUdevice)ordinal); /* drivers before 11.4 */
-  if (rc != CUDA_SUCCESS) return -1;
+  if (rc != CUDA_SUCCESS) return false;
+  format_uuid(&uuid, text, len);
+  return true;
+}
+
+/* Records that ordinal is outside the assignment; the first to record it
+ * says so, once per process, naming the GPU, the assignment and the way out. */
+static int refuse_ordinal(int ordinal, const char *uuid) {
+  int unknown = -1;
+  if (!__atomic_compare_exchange_n(&vg_state.dev_map[ordinal], &unknown, VG_STATE_NOT_ASSIGNED,
+                                   false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return VG_STATE_NOT_ASSIGNED;
+  const struct vg_region *r = vg_region_of(&vg_state.shm);
+  char gpus[700] = "";
+  size_t off = 0;
+  uint32_t n = __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n && i < VG_MAX_DEVICES && off < sizeof(gpus); i++)
+    off += (size_t)snprintf(gpus + off, sizeof(gpus) - off, "%s%s", i ? ", " : "", r->dev[i].uuid);
+  vg_error(
+      "CUDA device %d (%s) is not one of this container's GPUs: the node agent assigned %s "
+      "(region file %s). Contexts and memory on it are refused with CUDA_ERROR_INVALID_DEVICE "
+      "instead of being used without limits; keep the NVIDIA_VISIBLE_DEVICES the device "
+      "plugin set",
+      ordinal, uuid, n ? gpus : "none", vg_state.shm.path);
+  return VG_STATE_NOT_ASSIGNED;
+}
+
+int vg_state_device(int ordinal) {
+  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
+  int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
+  if (dev != -1) return dev;
+  if (!limits_ready()) return -1;
+  size_t total = 0;
+  char text[VG_UUID_LEN];
+  if (!ordinal_uuid(ordinal, text, sizeof(text))) return -1;
   if (VG_CU(cuDeviceTotalMem_v2, &total, (CUdevice)ordinal) != CUDA_SUCCESS) total = 0;
-  format_uuid(&uuid, text, sizeof(text));
   dev = register_device(text, total, ordinal);
+  if (dev == VG_STATE_NOT_ASSIGNED) return refuse_ordinal(ordinal, text);
   __atomic_store_n(&vg_state.dev_map[ordinal], dev, __ATOMIC_RELEASE);
   return dev;
 }
+
+bool vg_state_refuses(int ordinal) {
+  if (ordinal < 0 || ordinal >= VG_MAX_DEVICES || !vg_state_ready()) return false;
+  int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
+  if (dev != -1) return dev == VG_STATE_NOT_ASSIGNED;
+  /* Outside the node agent (vgpu run) nothing is refused: no driver query. */
+  if (!vg_region_assigned(vg_region_of(&vg_state.shm))) return false;
+  char text[VG_UUID_LEN];
+  if (!ordinal_uuid(ordinal, text, sizeof(text)) || !outside_assignment(text)) return false;
+  refuse_ordinal(ordinal, text);
+  return true;
+}
+
+bool vg_state_hides(const char *uuid) { return vg_state_ready() && outside_assignment(uuid); }
 
 int vg_state_current_device(void) {
   CUdevice d;
@@ -214,7 +266,7 @@ static int cuda_ordinal_of(const char *uuid, int nvml_index) {
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index) {
   if (nvml_index < 0 || nvml_index >= VG_MAX_DEVICES || !vg_state_ready()) return -1;
   int dev = __atomic_load_n(&vg_state.nvml_map[nvml_index], __ATOMIC_ACQUIRE);
-  if (dev >= 0) return dev;
+  if (dev != -1) return dev;
   dev = register_device(uuid, mem_total, cuda_ordinal_of(uuid, nvml_index));
   __atomic_store_n(&vg_state.nvml_map[nvml_index], dev, __ATOMIC_RELEASE);
   return dev;

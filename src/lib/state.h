@@ -24,8 +24,8 @@ struct vg_state {
   char config_error[VG_ERR_MAX];
   struct vg_shm shm;
   int slot;                     /* -1 until joined */
-  int dev_map[VG_MAX_DEVICES];  /* CUDA ordinal -> region entry, -1 unknown */
-  int nvml_map[VG_MAX_DEVICES]; /* NVML index -> region entry, -1 unknown */
+  int dev_map[VG_MAX_DEVICES];  /* CUDA ordinal -> region entry, -1 unknown, or NOT_ASSIGNED */
+  int nvml_map[VG_MAX_DEVICES]; /* NVML index -> region entry, -1 unknown, or NOT_ASSIGNED */
 };
 
 extern struct vg_state vg_state;
@@ -34,13 +34,27 @@ extern struct vg_state vg_state;
  * malformed: callers must then refuse CUDA work. */
 bool vg_state_ready(void);
 
+/* What the lookups below return for a GPU the node agent did not give this
+ * container: the region lists its GPUs (VG_REGION_ASSIGNED) and this one is
+ * not among them. Such a GPU is refused, never used without limits. */
+#define VG_STATE_NOT_ASSIGNED (-3)
+
 /* Region entry for CUDA ordinal (registering the device and applying this
- * process's limits on first use), or -1. */
+ * process's limits on first use), VG_STATE_NOT_ASSIGNED (said once per
+ * process on stderr), or -1. */
 int vg_state_device(int ordinal);
+/* True if CUDA ordinal is a GPU outside the node agent's assignment (said
+ * once, as above). Never waits for pending limits: the assignment is
+ * complete before the agent marks the region. */
+bool vg_state_refuses(int ordinal);
+/* True if the GPU with this UUID is outside the node agent's assignment:
+ * NVML does not show it. */
+bool vg_state_hides(const char *uuid);
 /* Region entry of the current context's device, or -1. */
 int vg_state_current_device(void);
 /* Region entry for a GPU known by UUID (NVML side); applies env limits for
- * the CUDA ordinal the GPU has in this process, if any. */
+ * the CUDA ordinal the GPU has in this process, if any. VG_STATE_NOT_ASSIGNED
+ * or -1 as above. */
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index);
 
 /* Takes this process's slot in the region if it has none yet. */

@@ -3,10 +3,13 @@
  *
  * cuInit attaches the process to the shared device state (claiming a process
  * slot, so the process's memory is reclaimed when it dies) and builds the
- * ordinal -> device map from CUDA_VISIBLE_DEVICES the way NVIDIA's driver
- * reads it: a comma list of indices or GPU-UUIDs (unique prefixes allowed);
- * the first invalid, unknown or repeated entry ends the list. The outcome of
- * the first cuInit is kept, as the real driver keeps it.
+ * ordinal -> device map in two steps, as a container on a real node does:
+ * NVIDIA_VISIBLE_DEVICES picks the GPUs the container has at all
+ * (sim_visible.c, the toolkit's part), then CUDA_VISIBLE_DEVICES selects and
+ * orders among those the way NVIDIA's driver reads it: a comma list of
+ * indices (into that set) or GPU-UUIDs (unique prefixes allowed); the first
+ * invalid, unknown or repeated entry ends the list. The outcome of the first
+ * cuInit is kept, as the real driver keeps it.
  *
  * A child forked from a process that had initialised CUDA cannot use it (the
  * real driver's rule too): every call there returns
@@ -53,27 +56,21 @@ CUresult cu_device(CUdevice dev, unsigned *phys) {
   return CUDA_SUCCESS;
 }
 
-/* Index of the device whose UUID starts with token, -1 if none or several. */
-static int match_uuid(const char *token, size_t len, unsigned count) {
-  int found = -1;
-  for (unsigned i = 0; i < count; i++) {
-    const char *uuid = g_cu.sim.st->dev[i].uuid;
-    if (len > strlen(uuid) || strncasecmp(uuid, token, len) != 0) continue;
-    if (found >= 0) return -1;
-    found = (int)i;
+/* Position in the container's set (host[0..nhost)) that a CUDA_VISIBLE_DEVICES
+ * entry names, or -1. */
+static int parse_visible_entry(const char *token, size_t len, const unsigned *host,
+                               unsigned nhost) {
+  if (len >= 4 && strncasecmp(token, "GPU-", 4) == 0) {
+    int pos = vg_sim_match_uuid(g_cu.sim.st, host, nhost, token, len);
+    return pos >= 0 ? pos : -1; /* an ambiguous prefix ends the list too */
   }
-  return found;
-}
-
-static int parse_visible_entry(const char *token, size_t len, unsigned count) {
-  if (len >= 4 && strncasecmp(token, "GPU-", 4) == 0) return match_uuid(token, len, count);
   if (len == 0 || len > 6) return -1;
   unsigned v = 0;
   for (size_t i = 0; i < len; i++) {
     if (!isdigit((unsigned char)token[i])) return -1;
     v = v * 10 + (unsigned)(token[i] - '0');
   }
-  return v < count ? (int)v : -1;
+  return v < nhost ? (int)v : -1;
 }
 
 static bool already_visible(unsigned phys) {
@@ -82,21 +79,22 @@ static bool already_visible(unsigned phys) {
   return false;
 }
 
-static void parse_visible_devices(unsigned count) {
+/* CUDA_VISIBLE_DEVICES over the container's devices host[0..nhost). */
+static void parse_visible_devices(const unsigned *host, unsigned nhost) {
   const char *list = getenv("CUDA_VISIBLE_DEVICES");
   g_cu.nvisible = 0;
   if (list == NULL) {
-    for (unsigned i = 0; i < count; i++) g_cu.phys[g_cu.nvisible++] = i;
+    for (unsigned i = 0; i < nhost; i++) g_cu.phys[g_cu.nvisible++] = host[i];
     return;
   }
-  for (const char *p = list; g_cu.nvisible < (int)count;) {
+  for (const char *p = list; g_cu.nvisible < (int)nhost;) {
     while (*p == ' ') p++;
     size_t len = strcspn(p, ",");
     size_t trimmed = len;
     while (trimmed > 0 && p[trimmed - 1] == ' ') trimmed--;
-    int phys = parse_visible_entry(p, trimmed, count);
-    if (phys < 0 || already_visible((unsigned)phys)) break;
-    g_cu.phys[g_cu.nvisible++] = (unsigned)phys;
+    int pos = parse_visible_entry(p, trimmed, host, nhost);
+    if (pos < 0 || already_visible(host[pos])) break;
+    g_cu.phys[g_cu.nvisible++] = host[pos];
     if (p[len] != ',') break;
     p += len + 1;
   }
@@ -146,7 +144,18 @@ static CUresult do_init(void) {
     vg_error("simulated GPU: %s", err.msg);
     return CUDA_ERROR_UNKNOWN;
   }
-  parse_visible_devices(g_cu.sim.st->config.devices);
+  unsigned host[VG_SIM_MAX_DEVICES], nhost;
+  struct vg_err ignored;
+  if (vg_sim_visible_devices(g_cu.sim.st, host, &nhost, &ignored, &err) != 0) {
+    vg_error("simulated GPU: %s", err.msg);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (ignored.msg[0] != '\0')
+    vg_warn(
+        "simulated GPU: NVIDIA_VISIBLE_DEVICES names no GPU in %s; not visible (the "
+        "container toolkit would refuse to create such a container)",
+        ignored.msg);
+  parse_visible_devices(host, nhost);
   if (g_cu.nvisible == 0) return CUDA_ERROR_NO_DEVICE;
   setup_devices();
   return CUDA_SUCCESS;

@@ -6,7 +6,9 @@
  * NVML_ERROR_INSUFFICIENT_SIZE, never a truncated answer. PCI bus ids are
  * "00000000:<0x10+i>:00.0"; lookups by bus id compare the numbers, so
  * "0000:10:00.0" finds the same device. GPU i is on NUMA node
- * i % VGPU_SIM_NUMA_NODES (default 1 node: all on node 0).
+ * i % VGPU_SIM_NUMA_NODES (default 1 node: all on node 0). Indices count the
+ * devices NVIDIA_VISIBLE_DEVICES shows (nvml_internal.h); identities -- UUID,
+ * bus id, minor number, NUMA node -- are the physical device's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,10 @@
 #define PCI_DEVICE_ID 0x20B010DEu /* A100 SXM4, NVIDIA vendor id */
 #define PCI_SUBSYSTEM_ID 0x134F10DEu
 
-static unsigned device_count(void) { return g_nv.sim.st->config.devices; }
+static unsigned device_count(void) { return g_nv.nvisible; }
+
+/* The handle of the device at NVML index v. */
+static nvmlDevice_t handle_of(unsigned v) { return &g_nv.dev[g_nv.phys[v]]; }
 
 static nvmlReturn_t copy_string(char *out, unsigned length, const char *s) {
   if (out == NULL) return NVML_ERROR_INVALID_ARGUMENT;
@@ -43,7 +48,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
   nvmlReturn_t rc = nv_ready();
   if (rc != NVML_SUCCESS) return rc;
   if (device == NULL || index >= device_count()) return NVML_ERROR_INVALID_ARGUMENT;
-  *device = &g_nv.dev[index];
+  *device = handle_of(index);
   return NVML_SUCCESS;
 }
 
@@ -55,9 +60,9 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
   nvmlReturn_t rc = nv_ready();
   if (rc != NVML_SUCCESS) return rc;
   if (uuid == NULL || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  for (unsigned i = 0; i < device_count(); i++) {
-    if (strcmp(g_nv.sim.st->dev[i].uuid, uuid) != 0) continue;
-    *device = &g_nv.dev[i];
+  for (unsigned v = 0; v < device_count(); v++) {
+    if (strcmp(g_nv.sim.st->dev[g_nv.phys[v]].uuid, uuid) != 0) continue;
+    *device = handle_of(v);
     return NVML_SUCCESS;
   }
   return NVML_ERROR_NOT_FOUND;
@@ -81,9 +86,9 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t
   unsigned domain, bus, dev;
   if (pciBusId == NULL || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   if (!parse_bus_id(pciBusId, &domain, &bus, &dev)) return NVML_ERROR_INVALID_ARGUMENT;
-  for (unsigned i = 0; i < device_count(); i++) {
-    if (domain != 0 || dev != 0 || bus != vg_sim_device_pci_bus(i)) continue;
-    *device = &g_nv.dev[i];
+  for (unsigned v = 0; v < device_count(); v++) {
+    if (domain != 0 || dev != 0 || bus != vg_sim_device_pci_bus(g_nv.phys[v])) continue;
+    *device = handle_of(v);
     return NVML_SUCCESS;
   }
   return NVML_ERROR_NOT_FOUND;
@@ -95,7 +100,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
   nvmlReturn_t rc = nv_device(device, &d, &i);
   if (rc != NVML_SUCCESS) return rc;
   if (index == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  *index = i;
+  *index = g_nv.dev[i].visible;
   return NVML_SUCCESS;
 }
 
@@ -113,8 +118,16 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
   return rc != NVML_SUCCESS ? rc : copy_string(uuid, length, d->uuid);
 }
 
+/* The minor number names /dev/nvidia<minor> on the host, so it stays
+ * physical inside a container too. */
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
-  return nvmlDeviceGetIndex(device, minorNumber);
+  struct vg_sim_device *d;
+  unsigned i;
+  nvmlReturn_t rc = nv_device(device, &d, &i);
+  if (rc != NVML_SUCCESS) return rc;
+  if (minorNumber == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *minorNumber = i;
+  return NVML_SUCCESS;
 }
 
 /* Not in nvml_abi.h (the device plugin looks it up with dlsym); exported
@@ -124,7 +137,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetNumaNodeId(nvml
 
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node) {
   unsigned i;
-  nvmlReturn_t rc = nvmlDeviceGetIndex(device, &i);
+  nvmlReturn_t rc = nvmlDeviceGetMinorNumber(device, &i); /* physical: the GPU's own slot */
   if (rc != NVML_SUCCESS) return rc;
   if (node == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   unsigned long nodes = 1;

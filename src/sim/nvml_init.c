@@ -4,9 +4,12 @@
  * Init is reference counted, as in NVML: every successful nvmlInit needs an
  * nvmlShutdown, and calls made while the count is zero return
  * NVML_ERROR_UNINITIALIZED. The first init attaches to the shared state file
- * (creating it from VGPU_SIM_* if it does not exist); a malformed variable is
- * reported on stderr and init fails with NVML_ERROR_UNKNOWN. The mapping is
- * kept after shutdown (see sim_state.c for why the file is never closed).
+ * (creating it from VGPU_SIM_* if it does not exist) and fixes the devices
+ * NVIDIA_VISIBLE_DEVICES lets the process see; a malformed variable is
+ * reported on stderr and init fails with NVML_ERROR_UNKNOWN. No visible
+ * device is not an error: init succeeds with a count of 0, as NVIDIA's NVML
+ * does in a container without GPUs. The mapping and the selection are kept
+ * after shutdown (see sim_state.c for why the file is never closed).
  */
 #include "log.h"
 #include "nvml_internal.h"
@@ -33,6 +36,7 @@ nvmlReturn_t nv_device(nvmlDevice_t device, struct vg_sim_device **dev, unsigned
   uintptr_t p = (uintptr_t)device, base = (uintptr_t)g_nv.dev;
   if (p < base || p >= base + count * sizeof(g_nv.dev[0]) || (p - base) % sizeof(g_nv.dev[0]))
     return NVML_ERROR_INVALID_ARGUMENT;
+  if (!device->shown) return NVML_ERROR_INVALID_ARGUMENT;
   *index = device->index;
   *dev = &g_nv.sim.st->dev[*index];
   if ((*dev)->fault & VG_SIM_FAULT_LOST) return NVML_ERROR_GPU_IS_LOST;
@@ -45,7 +49,19 @@ static nvmlReturn_t attach(void) {
     vg_error("simulated GPU (NVML): %s", err.msg);
     return NVML_ERROR_UNKNOWN;
   }
+  struct vg_err ignored;
+  if (vg_sim_visible_devices(g_nv.sim.st, g_nv.phys, &g_nv.nvisible, &ignored, &err) != 0) {
+    vg_error("simulated GPU (NVML): %s", err.msg);
+    return NVML_ERROR_UNKNOWN;
+  }
+  if (ignored.msg[0] != '\0')
+    vg_warn("simulated GPU (NVML): NVIDIA_VISIBLE_DEVICES names no GPU in %s; not visible",
+            ignored.msg);
   for (unsigned i = 0; i < VG_SIM_MAX_DEVICES; i++) g_nv.dev[i].index = i;
+  for (unsigned v = 0; v < g_nv.nvisible; v++) {
+    g_nv.dev[g_nv.phys[v]].visible = v;
+    g_nv.dev[g_nv.phys[v]].shown = true;
+  }
   g_nv.attached = true;
   return NVML_SUCCESS;
 }

@@ -3,9 +3,11 @@
  *
  * NVML only observes the shared device state (sim_state.h): it never claims
  * a process slot, it reads device memory, the process slots and the kernel
- * timeline. Device handles are pointers into a small per-process table;
- * NVML numbers devices physically and ignores CUDA_VISIBLE_DEVICES, as
- * NVIDIA's does.
+ * timeline. Device handles are pointers into a small per-process table,
+ * one entry per physical device; only the devices NVIDIA_VISIBLE_DEVICES
+ * lets the process see (sim_visible.c) are handed out, numbered from 0 in
+ * physical order as in a container. CUDA_VISIBLE_DEVICES is ignored, as
+ * NVIDIA's NVML ignores it.
  */
 #ifndef VG_NVML_INTERNAL_H
 #define VG_NVML_INTERNAL_H
@@ -14,7 +16,9 @@
 #include "sim_state.h"
 
 struct nvmlDevice_st {
-  unsigned index;
+  unsigned index;   /* physical: the state file's device */
+  unsigned visible; /* NVML index in this process */
+  bool shown;       /* NVIDIA_VISIBLE_DEVICES lets the process see it */
 };
 
 struct nv_process {
@@ -22,14 +26,17 @@ struct nv_process {
   int refcount; /* nvmlInit minus nvmlShutdown */
   bool attached;
   struct vg_sim sim;
-  struct nvmlDevice_st dev[VG_SIM_MAX_DEVICES];
+  struct nvmlDevice_st dev[VG_SIM_MAX_DEVICES]; /* by physical index */
+  unsigned nvisible;
+  unsigned phys[VG_SIM_MAX_DEVICES]; /* NVML index -> physical index */
 };
 
 extern struct nv_process g_nv;
 
 /* NVML_ERROR_UNINITIALIZED unless nvmlInit succeeded. */
 nvmlReturn_t nv_ready(void);
-/* Validates a device handle and gives the device's state. */
+/* Validates a device handle (one the process can see) and gives the
+ * device's state and its physical index. */
 nvmlReturn_t nv_device(nvmlDevice_t device, struct vg_sim_device **dev, unsigned *index);
 
 #endif

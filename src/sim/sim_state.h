@@ -130,6 +130,19 @@ void vg_sim_device_uuid_bytes(unsigned i, unsigned char out[16]);
 void vg_sim_device_bus_id(unsigned i, char *buf, size_t len);
 unsigned vg_sim_device_pci_bus(unsigned i);
 
+/* --- visible devices (sim_visible.c) --- */
+
+/* The devices NVIDIA_VISIBLE_DEVICES lets this process see, as physical
+ * indices in ascending order (phys holds VG_SIM_MAX_DEVICES); *n may be 0.
+ * Entries naming no GPU are skipped and described in *ignored (empty msg:
+ * none). -1 with err naming the value on a malformed or ambiguous entry. */
+int vg_sim_visible_devices(const struct vg_sim_state *st, unsigned *phys, unsigned *n,
+                           struct vg_err *ignored, struct vg_err *err);
+/* Position in cand[0..n) of the device whose UUID starts with token[0..len)
+ * (case-insensitive): -1 if none, -2 if several. */
+int vg_sim_match_uuid(const struct vg_sim_state *st, const unsigned *cand, unsigned n,
+                      const char *token, size_t len);
+
 /* --- attachment (sim_state.c) --- */
 
 /* Parses the env config, opens (creating) the state file. claim: also take a

@@ -111,11 +111,16 @@ static void test_neighbours_never_hit_driver_oom(void **s) {
   vg_env_cleanup(&a);
 }
 
-/* docs/allocation.md: the node agent creates the region with limits pending
- * and writes them after Allocate; a workload that starts first waits. */
+/* docs/allocation.md: the node agent creates the region with the
+ * container's GPU (here the simulated GPU 0) registered and its limits
+ * pending, and writes them after Allocate; a workload that starts first
+ * waits. */
 static void mark_pending(const struct vg_env *env, struct vg_shm *shm) {
   struct vg_err err;
   assert_int_equal(vg_region_open(shm, env->cache, &err), 0);
+  assert_int_equal(vg_region_lock(shm), 0);
+  assert_int_equal(vg_region_device_locked(shm, "GPU-5a1a0000-0000-4000-8000-000000000000", 0), 0);
+  vg_region_unlock(shm);
   vg_region_set_pending(shm, true);
 }
 

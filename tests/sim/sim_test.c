@@ -12,11 +12,17 @@ static char g_dir[256];
 static char g_state[300];
 static char g_err_path[300];
 
-static const char *const g_cleared[] = {"VGPU_SIM_STATE",       "VGPU_SIM_DEVICES",
-                                        "VGPU_SIM_MEMORY",      "VGPU_SIM_SMS",
-                                        "VGPU_SIM_NAME",        "VGPU_SIM_CONTEXT_MEM",
-                                        "VGPU_SIM_WAVE_US",     "VGPU_SIM_FAIL_ALLOC_AFTER",
-                                        "CUDA_VISIBLE_DEVICES", NULL};
+static const char *const g_cleared[] = {"VGPU_SIM_STATE",
+                                        "VGPU_SIM_DEVICES",
+                                        "VGPU_SIM_MEMORY",
+                                        "VGPU_SIM_SMS",
+                                        "VGPU_SIM_NAME",
+                                        "VGPU_SIM_CONTEXT_MEM",
+                                        "VGPU_SIM_WAVE_US",
+                                        "VGPU_SIM_FAIL_ALLOC_AFTER",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "NVIDIA_VISIBLE_DEVICES",
+                                        NULL};
 
 static void apply_env(const char *const *env) {
   for (int i = 0; g_cleared[i] != NULL; i++) unsetenv(g_cleared[i]);

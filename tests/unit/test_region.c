@@ -192,8 +192,31 @@ static void test_reserve_cannot_overflow(void **s) {
   vg_shm_close(&shm);
 }
 
+/* The node agent's hand-over (set_pending, either way) marks the region as
+ * the container's assignment for good; a region nobody handed over is not. */
+static void test_pending_marks_assigned(void **s) {
+  (void)s;
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, g_path, &err), 0);
+  struct vg_region *r = vg_region_of(&shm);
+  assert_false(vg_region_assigned(r));
+  assert_int_equal(vg_region_lock(&shm), 0);
+  assert_int_equal(vg_region_device_locked(&shm, "GPU-a", 0), 0);
+  assert_int_equal(vg_region_device_locked(&shm, "GPU-b", 0), 1);
+  vg_region_unlock(&shm);
+  assert_int_equal(vg_region_find_device(r, "GPU-b"), 1);
+  assert_int_equal(vg_region_find_device(r, "GPU-c"), -1);
+  vg_region_set_pending(&shm, true);
+  assert_true(vg_region_assigned(r) && vg_region_pending(r));
+  vg_region_set_pending(&shm, false);
+  assert_true(vg_region_assigned(r) && !vg_region_pending(r));
+  vg_shm_close(&shm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_pending_marks_assigned, setup, teardown),
       cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
       cmocka_unit_test_setup_teardown(test_foreign_and_corrupt, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reserve_is_exact, setup, teardown),
