@@ -25,3 +25,7 @@ e2e_die() {
 }
 # Fails unless running as root: the cluster mounts, creates interfaces and runs containers.
 e2e_need_root() { [ "$(id -u)" -eq 0 ] || e2e_die "${1:-this} needs root"; }
+
+# The cluster's own containerd (cluster.sh) and ctr against it, in the CRI's namespace.
+E2E_CONTAINERD_SOCK=$E2E_STATE/containerd/containerd.sock
+e2e_ctr() { ctr --address "$E2E_CONTAINERD_SOCK" -n k8s.io "$@"; }
