@@ -19,11 +19,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() {
-  sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//' >&2
-  exit 2
-}
-
 # Starts an OCI layout in $1/oci with an empty image unpacked as a bundle in $1/bundle.
 image_start() {
   rm -rf "$1" && mkdir -p "$1"
@@ -73,7 +68,7 @@ add_file() {
 }
 
 build_workload() {
-  [ $# -ge 1 ] || usage
+  [ $# -ge 1 ] || e2e_usage
   local out=$1 dir=$E2E_IMAGES/workload.d root applet arg
   shift
   [ -x /bin/busybox ] || e2e_die "/bin/busybox missing: run scripts/e2e/deps.sh (busybox-static)"
@@ -97,7 +92,7 @@ build_workload() {
 }
 
 import_images() {
-  [ $# -ge 1 ] || usage
+  [ $# -ge 1 ] || e2e_usage
   [ -S "$E2E_CONTAINERD_SOCK" ] || e2e_die "no containerd at $E2E_CONTAINERD_SOCK: is the cluster up (scripts/e2e/cluster.sh up)?"
   local tar
   for tar in "$@"; do
@@ -115,7 +110,7 @@ main() {
     pause) build_pause "$@" ;;
     workload) build_workload "$@" ;;
     import) import_images "$@" ;;
-    *) usage ;;
+    *) e2e_usage ;;
   esac
 }
 

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
 # Shared paths and helpers of the end-to-end cluster scripts (scripts/e2e/*.sh); sourced, not run.
 #
 #   VGPU_E2E_CACHE  built Kubernetes binaries (default ${XDG_CACHE_HOME:-$HOME/.cache}/vgpu-e2e);
@@ -22,6 +22,11 @@ e2e_log() { echo "e2e: $*" >&2; }
 e2e_die() {
   echo "e2e: error: $*" >&2
   exit 1
+}
+# Prints the comment block atop the running script (its usage) and exits 2.
+e2e_usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//' >&2
+  exit 2
 }
 # Fails unless running as root: the cluster mounts, creates interfaces and runs containers.
 e2e_need_root() { [ "$(id -u)" -eq 0 ] || e2e_die "${1:-this} needs root"; }
