@@ -37,6 +37,15 @@ setup_cgroups() {
   done
 }
 
+# Moves pid $1 (containerd, just started) into /$CGROUP_PARENT/containerd of the pids hierarchy,
+# so its shims, which outlive it, are found and stopped by down.
+containerd_cgroup() {
+  local root=/sys/fs/cgroup/pids
+  [ -d "$root/$CGROUP_PARENT" ] || root=$(cgroup_roots | head -n 1)
+  mkdir -p "$root/$CGROUP_PARENT/containerd"
+  echo "$1" >"$root/$CGROUP_PARENT/containerd/cgroup.procs"
+}
+
 host_setup() {
   local d
   for d in "${HOST_DIRS[@]}"; do [ -e "$d" ] || echo "$d" >>"$E2E_STATE/created-dirs"; done
@@ -60,18 +69,10 @@ containers_stop() {
   done
 }
 
-# After containerd: any shim still running (its pid file in a task bundle, its cwd that bundle)
-# and any process left in the pods' cgroups gets SIGKILL.
+# After containerd: every process left in /$CGROUP_PARENT gets SIGKILL: the pods' containers
+# (kubepods/...) and containerd's shims (they inherit containerd's cgroup, see containerd_cgroup).
 kill_leftovers() {
-  local f pid bundle root n=0
-  for f in "$CONTAINERD_DIR"/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
-    [ -f "$f" ] || continue
-    bundle=$(dirname "$f")
-    pid=$(cat "$f")
-    [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$bundle" ] || continue
-    e2e_log "killing leftover shim $pid ($bundle)"
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  local root pid n=0
   for root in $(cgroup_roots); do
     [ -d "$root/$CGROUP_PARENT" ] || continue
     while read -r pid; do

@@ -108,6 +108,7 @@ start_scheduler() {
 
 start_containerd() {
   start_proc containerd containerd --config "$CONTAINERD_DIR/config.toml"
+  containerd_cgroup "$(proc_pid containerd)"
   wait_for containerd "containerd at $E2E_CONTAINERD_SOCK" e2e_ctr version
   "$E2E_DIR/images.sh" pause
   "$E2E_DIR/images.sh" import "$E2E_IMAGES/pause.tar"
