@@ -9,6 +9,8 @@
 # - Debian's Go 1.19 in GOPATH mode (GO111MODULE=off): module mode fails on this tree.
 # - The tarball lacks pkg/generated/openapi/zz_generated.openapi.go: openapi-gen is built from the
 #   tree's vendor/ and run on the same input list as Makefile.generated_files.
+# - Build tags notest, providerless (no in-tree cloud providers: their huge vendored SDKs took most
+#   of the build time) and dockerless (no dockershim in the kubelet: the runtime is containerd).
 # - vendor/github.com/modern-go/reflect2 1.0.1 crashes the apiserver after some minutes on Go >= 1.18:
 #   replaced by Debian's golang-github-modern-go-reflect2-dev (1.0.2).
 set -euo pipefail
@@ -73,7 +75,7 @@ replace_reflect2() {
 
 gobuild() {
   (cd "$TREE" && GOPATH=$GOPATH_DIR GO111MODULE=off CGO_ENABLED=0 GOCACHE=$E2E_CACHE/gocache \
-    GOFLAGS= go build -p 2 "$@")
+    GOFLAGS='' go build -p 2 "$@")
 }
 
 # Directories whose Go files carry +k8s:openapi-gen tags, as Makefile.generated_files lists them
@@ -119,7 +121,7 @@ build_binaries() {
   for b in "${E2E_KUBE_BINARIES[@]}"; do
     log=$WORK/build-$b.log
     e2e_log "building $b (log: $log)"
-    gobuild -tags notest -ldflags "-s -w $(version_ldflags)" -o "$out/$b" "./cmd/$b" >"$log" 2>&1 ||
+    gobuild -tags 'notest providerless dockerless' -ldflags "-s -w $(version_ldflags)" -o "$out/$b" "./cmd/$b" >"$log" 2>&1 ||
       e2e_die "building $b failed; see $log"
   done
   rm -rf "$E2E_KUBE_BIN" && mv "$out" "$E2E_KUBE_BIN"
