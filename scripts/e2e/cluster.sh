@@ -88,7 +88,8 @@ start_controller_manager() {
     --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --port 0 \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-    --service-cluster-ip-range "$SERVICE_RANGE" --leader-elect=false --v 1
+    --use-service-account-credentials --service-cluster-ip-range "$SERVICE_RANGE" \
+    --leader-elect=false --v 1
   wait_for kube-controller-manager "kube-controller-manager's /healthz" \
     curl -fsSk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
 }
