@@ -111,6 +111,8 @@ authorization:
 cgroupDriver: cgroupfs
 cgroupRoot: /$CGROUP_PARENT
 failSwapOn: false
+# Nothing in the host's iptables: no kube-proxy runs, and the machine is shared.
+makeIPTablesUtilChains: false
 # The kubelet would lower its own oom_score_adj to -999, which needs CAP_SYS_RESOURCE.
 oomScoreAdj: 0
 volumePluginDir: $KUBELET_ROOT/volume-plugins

@@ -6,7 +6,10 @@
 
 # Directories outside the state dir the kubelet, containerd and the CNI plugins create at fixed
 # paths; those that did not exist before up are removed by down (emptied ones only for /run).
-HOST_DIRS=(/var/log/pods /var/log/containers /var/lib/cni /run/containerd /run/netns)
+HOST_DIRS=(/var/log/pods /var/log/containers /var/lib/cni /var/lib/kubelet /run/containerd /run/netns)
+# The kubelet 1.20 serves device plugins at this fixed path whatever its --root-dir; a bind mount
+# of $KUBELET_ROOT/device-plugins makes both names one directory.
+DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
 
 # Every v1 cgroup hierarchy (cpu, memory, pids, name=systemd...), not the unified one.
 cgroup_roots() {
@@ -52,6 +55,9 @@ host_setup() {
   # A shared mount, so mounts with propagation (kubelet volumes, mountPropagation) work.
   mount --bind "$E2E_STATE" "$E2E_STATE"
   mount --make-rshared "$E2E_STATE"
+  mkdir -p "$KUBELET_ROOT/device-plugins" "$DEVICE_PLUGIN_DIR"
+  mount --bind "$KUBELET_ROOT/device-plugins" "$DEVICE_PLUGIN_DIR"
+  echo "$DEVICE_PLUGIN_DIR" >>"$E2E_STATE/host-mounts"
   setup_bridge
   setup_cgroups
 }
@@ -89,6 +95,12 @@ mounts_under() {
 
 unmount_all() {
   local m f
+  if [ -f "$E2E_STATE/host-mounts" ]; then
+    while read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+      [ -z "$(mounts_under "$m")" ] || e2e_die "cannot unmount $m (bind mount of the state dir); not removing anything"
+    done <"$E2E_STATE/host-mounts"
+  fi
   for m in $(mounts_under "$E2E_STATE"); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || e2e_log "warning: cannot unmount $m"
   done
