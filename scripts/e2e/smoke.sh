@@ -49,9 +49,9 @@ check_pod() {
   [ "$out" = "smoke says hello from $POD" ] || fail "kubectl logs printed '$out'"
   out=$(kubectl exec "$POD" -- sh -c 'echo exec in $(hostname)') || fail "kubectl exec failed"
   [ "$out" = "exec in $POD" ] || fail "kubectl exec printed '$out'"
-  kubectl exec "$POD" -- nc -z -w 5 "$VGPU_E2E_NODE_IP" 11250 || fail "the pod cannot reach the kubelet at $VGPU_E2E_NODE_IP:11250"
+  kubectl exec "$POD" -- ping -c 1 -W 5 "$VGPU_E2E_NODE_IP" >/dev/null || fail "the pod cannot reach the node at $VGPU_E2E_NODE_IP"
   [ -n "$(kubectl create token default)" ] || fail "kubectl create token default printed nothing"
-  e2e_log "smoke: pod $POD at $ip: logs, exec, pod-to-node and create token work"
+  e2e_log "smoke: pod $POD at $ip: logs, exec, ping to the node and create token work"
 }
 
 main() {
