@@ -75,8 +75,10 @@ build_workload() {
   image_start "$dir"
   root=$dir/bundle/rootfs
   install -D -m 755 /bin/busybox "$root/bin/busybox"
+  mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin"
   for applet in $(/bin/busybox --list-full); do
-    [ -e "$root/$applet" ] || { mkdir -p "$root/$(dirname "$applet")" && ln -s /bin/busybox "$root/$applet"; }
+    [ -d "$root/${applet%/*}" ] || mkdir -p "$root/${applet%/*}"
+    [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
   done
   mkdir -p "$root/opt/vgpu/bin" "$root/tmp" "$root/etc" "$root/proc" "$root/sys" "$root/dev"
   chmod 1777 "$root/tmp"
