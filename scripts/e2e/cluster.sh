@@ -210,7 +210,8 @@ cluster_env() {
     "VGPU_E2E_NODE=$NODE" "VGPU_E2E_NODE_IP=$NODE_IP" "VGPU_E2E_KUBELET_ROOT=$KUBELET_ROOT" \
     "VGPU_E2E_CONTAINERD_SOCK=$E2E_CONTAINERD_SOCK" \
     "VGPU_E2E_CTR=ctr --address $E2E_CONTAINERD_SOCK -n k8s.io"; do
-    printf 'export %s=%q\n' "${v%%=*}" "${v#*=}"
+    v=${v//\'/\'\\\'\'} # single quotes, each ' in the value written as '\''
+    printf "export %s='%s'\n" "${v%%=*}" "${v#*=}"
   done
 }
 
