@@ -52,6 +52,14 @@ APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
 
 kubectl_admin() { kubectl --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
 
+# The environment variables that change the cluster name usable files (before anything starts).
+check_inputs() {
+  [ -z "${VGPU_E2E_RUNTIME:-}" ] || [ -x "$VGPU_E2E_RUNTIME" ] ||
+    e2e_die "VGPU_E2E_RUNTIME=$VGPU_E2E_RUNTIME is not an executable file"
+  [ -z "${VGPU_E2E_SCHEDULER_CONFIG:-}" ] || [ -f "$VGPU_E2E_SCHEDULER_CONFIG" ] ||
+    e2e_die "VGPU_E2E_SCHEDULER_CONFIG=$VGPU_E2E_SCHEDULER_CONFIG is not a file"
+}
+
 # ---- the components, in start order ----
 
 start_etcd() {
@@ -96,10 +104,8 @@ start_controller_manager() {
 
 start_scheduler() {
   local args=(--kubeconfig "$KCFG/scheduler.kubeconfig")
-  if [ -n "${VGPU_E2E_SCHEDULER_CONFIG:-}" ]; then
-    [ -f "$VGPU_E2E_SCHEDULER_CONFIG" ] || e2e_die "VGPU_E2E_SCHEDULER_CONFIG=$VGPU_E2E_SCHEDULER_CONFIG is not a file"
-    args=(--config "$VGPU_E2E_SCHEDULER_CONFIG")
-  fi
+  check_inputs
+  [ -z "${VGPU_E2E_SCHEDULER_CONFIG:-}" ] || args=(--config "$VGPU_E2E_SCHEDULER_CONFIG")
   start_proc kube-scheduler "$E2E_KUBE_BIN/kube-scheduler" "${args[@]}" \
     --authentication-kubeconfig "$KCFG/scheduler.kubeconfig" \
     --authorization-kubeconfig "$KCFG/scheduler.kubeconfig" \
@@ -146,6 +152,7 @@ wait_node_ready() {
 
 cluster_up() {
   local start=$SECONDS
+  check_inputs
   "$E2E_DIR/deps.sh"
   "$E2E_DIR/build-k8s.sh" >/dev/null
   [ ! -d "$E2E_STATE" ] || cluster_down
