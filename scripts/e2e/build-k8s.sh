@@ -83,7 +83,7 @@ gobuild() {
 # and sample-apiserver are left out.
 openapi_inputs() {
   (cd "$TREE" && find . \( -path ./vendor -o -path './_*' -o -path './.*' \) -prune -o \
-    -type f -name '*.go' -print | xargs grep -l '^// *+k8s:' | xargs grep -l '+k8s:openapi-gen=' |
+    -type f -name '*.go' -exec grep -l '^// *+k8s:' {} + | xargs -d '\n' grep -l '+k8s:openapi-gen=' |
     sed -e 's|^\./staging/src|vendor|' -e 's|^\./||' -e 's|/[^/]*$||' | LC_ALL=C sort -u |
     grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' |
     sed "s|^|$KPKG/|" | paste -sd,)

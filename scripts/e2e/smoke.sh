@@ -47,6 +47,7 @@ check_pod() {
   case $ip in "${VGPU_E2E_NODE_IP%.*}".*) ;; *) fail "pod IP '$ip' is not on the bridge's subnet" ;; esac
   out=$(kubectl logs "$POD") || fail "kubectl logs failed"
   [ "$out" = "smoke says hello from $POD" ] || fail "kubectl logs printed '$out'"
+  # shellcheck disable=SC2016 # $(hostname) runs in the pod
   out=$(kubectl exec "$POD" -- sh -c 'echo exec in $(hostname)') || fail "kubectl exec failed"
   [ "$out" = "exec in $POD" ] || fail "kubectl exec printed '$out'"
   kubectl exec "$POD" -- ping -c 1 -W 5 "$VGPU_E2E_NODE_IP" >/dev/null || fail "the pod cannot reach the node at $VGPU_E2E_NODE_IP"
