@@ -52,7 +52,7 @@ APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
 
 kubectl_admin() { kubectl --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
 
-# The environment variables that change the cluster name usable files (before anything starts).
+# Fails early when VGPU_E2E_RUNTIME or VGPU_E2E_SCHEDULER_CONFIG names no usable file.
 check_inputs() {
   [ -z "${VGPU_E2E_RUNTIME:-}" ] || [ -x "$VGPU_E2E_RUNTIME" ] ||
     e2e_die "VGPU_E2E_RUNTIME=$VGPU_E2E_RUNTIME is not an executable file"
