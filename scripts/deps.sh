@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, when run as root;
-# otherwise prints the exact apt-get line and fails.
+# otherwise prints the exact apt-get line and fails. With arguments, installs those packages
+# instead (scripts/e2e/deps.sh passes the end-to-end cluster's).
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libcmocka-dev
+if [ $# -gt 0 ]; then
+  packages=("$@")
+else
+  packages=(build-essential cmake pkg-config libcmocka-dev
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
   libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev python3-grpcio python3-protobuf
   prometheus python3-yaml)  # promtool checks the metrics; python3-yaml reads rendered manifests
-# kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
-# from elsewhere already owns /usr/bin/kubectl.
-command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+  # kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
+  # from elsewhere already owns /usr/bin/kubectl.
+  command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,7 +22,7 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "vgpu: missing build dependencies. Install them with:" >&2
+  echo "vgpu: missing packages. Install them with:" >&2
   echo "  sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi

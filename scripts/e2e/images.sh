@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds the e2e cluster's container images locally (there is no registry) as OCI archives that
+# `ctr images import` takes, and imports them into the running cluster's containerd.
+#
+#   images.sh pause [OUT_TAR]         localhost/vgpu-e2e/pause:v1.20.2, the pod sandbox image: a
+#                                     static pause binary (pause.c); default OUT_TAR
+#                                     build/e2e/images/pause.tar, rebuilt only when pause.c changed
+#   images.sh workload OUT_TAR FILE...  localhost/vgpu-e2e/workload:latest: busybox-static with its
+#                                     applet links (sh, cat, env, sleep, grep...) plus each FILE in
+#                                     /opt/vgpu/bin (FILE=/ABS/PATH puts it at that path instead)
+#                                     and the shared libraries ldd says they need, at their own
+#                                     paths; PATH starts with /opt/vgpu/bin
+#   images.sh import TAR...           imports into the cluster's containerd (cluster.sh up)
+#
+# Images are made with Debian's umoci (init, new, unpack, repack, config); the archive's index
+# carries the full reference in io.containerd.image.name and org.opencontainers.image.ref.name,
+# so ctr names the image exactly (no --base-name needed). Pods must use imagePullPolicy: Never
+# (or IfNotPresent for the pause tag): nothing can be pulled.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# Starts an OCI layout in $1/oci with an empty image unpacked as a bundle in $1/bundle.
+image_start() {
+  rm -rf "$1" && mkdir -p "$1"
+  umoci init --layout "$1/oci"
+  umoci new --image "$1/oci:img"
+  umoci unpack --image "$1/oci:img" "$1/bundle" >/dev/null
+}
+
+# image_finish DIR REF OUT_TAR UMOCI_CONFIG_ARGS...: packs the bundle, sets the config, names the
+# image REF in the index and writes the layout as a tar.
+image_finish() {
+  local dir=$1 ref=$2 out=$3
+  shift 3
+  umoci repack --image "$dir/oci:img" "$dir/bundle"
+  umoci config --image "$dir/oci:img" --author vgpu-e2e "$@"
+  umoci gc --layout "$dir/oci"
+  jq --arg ref "$ref" '.manifests[0].annotations = {"io.containerd.image.name": $ref,
+    "org.opencontainers.image.ref.name": $ref}' "$dir/oci/index.json" >"$dir/index.json"
+  mv "$dir/index.json" "$dir/oci/index.json"
+  mkdir -p "$(dirname "$out")"
+  tar -C "$dir/oci" -cf "$out.tmp" . && mv "$out.tmp" "$out"
+  rm -rf "$dir"
+  e2e_log "built $ref into $out"
+}
+
+build_pause() {
+  local out=${1:-$E2E_IMAGES/pause.tar} dir=$E2E_IMAGES/pause.d
+  if [ -f "$out" ] && [ "$out" -nt "$E2E_DIR/pause.c" ] && [ "$out" -nt "$0" ]; then
+    return
+  fi
+  image_start "$dir"
+  gcc -static -O2 -Wall -Wextra -o "$dir/bundle/rootfs/pause" "$E2E_DIR/pause.c" ||
+    e2e_die "compiling $E2E_DIR/pause.c failed (gcc -static needs libc6-dev)"
+  image_finish "$dir" "$E2E_PAUSE_IMAGE" "$out" --config.entrypoint /pause --config.user 65535:65535
+}
+
+# Copies $1 to $2 inside the root $3, and the shared libraries it needs to their own paths.
+add_file() {
+  local src=$1 dest=$2 root=$3 lib
+  [ -f "$src" ] || e2e_die "workload file $src does not exist"
+  install -D -m "$(stat -c %a "$src")" "$src" "$root$dest"
+  ldd "$src" 2>/dev/null | grep -q 'not found' &&
+    e2e_log "warning: $src needs libraries ldd cannot find: $(ldd "$src" | grep 'not found' | tr -s ' \t\n' ' ')"
+  for lib in $(ldd "$src" 2>/dev/null | sed -n -e 's|.*=> \(/[^ ]*\) .*|\1|p' -e 's|^[[:space:]]*\(/[^ ]*\) .*|\1|p'); do
+    [ -e "$root$lib" ] || install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
+  done
+}
+
+build_workload() {
+  [ $# -ge 1 ] || e2e_usage
+  local out=$1 dir=$E2E_IMAGES/workload.d root applet arg
+  shift
+  [ -x /bin/busybox ] || e2e_die "/bin/busybox missing: run scripts/e2e/deps.sh (busybox-static)"
+  image_start "$dir"
+  root=$dir/bundle/rootfs
+  install -D -m 755 /bin/busybox "$root/bin/busybox"
+  mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin"
+  for applet in $(/bin/busybox --list-full); do
+    [ -d "$root/${applet%/*}" ] || mkdir -p "$root/${applet%/*}"
+    [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
+  done
+  mkdir -p "$root/opt/vgpu/bin" "$root/tmp" "$root/etc" "$root/proc" "$root/sys" "$root/dev"
+  chmod 1777 "$root/tmp"
+  for arg in "$@"; do
+    case $arg in
+      *=/*) add_file "${arg%%=*}" "${arg#*=}" "$root" ;;
+      *) add_file "$arg" "/opt/vgpu/bin/$(basename "$arg")" "$root" ;;
+    esac
+  done
+  image_finish "$dir" "$E2E_WORKLOAD_IMAGE" "$out" \
+    --config.env PATH=/opt/vgpu/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --config.cmd sh --config.workingdir /
+}
+
+import_images() {
+  [ $# -ge 1 ] || e2e_usage
+  [ -S "$E2E_CONTAINERD_SOCK" ] || e2e_die "no containerd at $E2E_CONTAINERD_SOCK: is the cluster up (scripts/e2e/cluster.sh up)?"
+  local tar
+  for tar in "$@"; do
+    e2e_ctr images import "$tar" >/dev/null || e2e_die "ctr images import $tar failed"
+    e2e_log "imported $tar"
+  done
+}
+
+main() {
+  e2e_need_root "images.sh"
+  command -v umoci >/dev/null || e2e_die "umoci not installed: run scripts/e2e/deps.sh"
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  case $cmd in
+    pause) build_pause "$@" ;;
+    workload) build_workload "$@" ;;
+    import) import_images "$@" ;;
+    *) e2e_usage ;;
+  esac
+}
+
+main "$@"
