@@ -16,12 +16,12 @@
  * shows such pods as "PENDING"; they are bound and running, only the GPU
  * they are on is unknown, so "unassigned" says what is actually the case.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "assignment.h"
 #include "inspect.h"
+#include "pod_quantity.h"
 
 #define VGPU_MEM_RESOURCE "nvidia.com/gpumem"
 
@@ -31,20 +31,6 @@ struct pod_ctx {
   const char *ns, *name;
   json_object *pod;
 };
-
-/* A whole, non-negative quantity ("3", or a JSON number). */
-static bool quantity(json_object *v, long long *out) {
-  if (v != NULL && json_object_is_type(v, json_type_int)) {
-    *out = json_object_get_int64(v);
-    return *out >= 0;
-  }
-  if (v == NULL || !json_object_is_type(v, json_type_string)) return false;
-  const char *s = json_object_get_string(v);
-  char *end = NULL;
-  errno = 0;
-  *out = strtoll(s, &end, 10);
-  return errno == 0 && end != s && *end == '\0' && *out >= 0;
-}
 
 /* The resource's value: limits first (extended resources are limits), then
  * requests. */
@@ -60,21 +46,13 @@ static int64_t times(long long a, int64_t b) {
   return __builtin_mul_overflow((int64_t)a, b, &out) || out > INS_MAX_BYTES ? -1 : out;
 }
 
-/* vgpu's memory per GPU from nvidia.com/gpumem (MiB, or with Mi/Gi); -1 when
- * absent or not understood. */
+/* vgpu's memory per GPU from nvidia.com/gpumem (pod_quantity.h: MiB, or
+ * bytes with a binary suffix); -1 when absent or not understood. */
 static int64_t vgpu_memory(json_object *ctr) {
+  int64_t mib = 0;
   json_object *v = resource_value(ctr, VGPU_MEM_RESOURCE);
-  const char *s =
-      v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-  long long n = 0;
-  if (s == NULL) return quantity(v, &n) ? times(n, (int64_t)1 << 20) : -1;
-  char *end = NULL;
-  errno = 0;
-  n = strtoll(s, &end, 10);
-  if (end == s || n < 0 || errno != 0) return -1;
-  if (*end == '\0' || strcmp(end, "Mi") == 0) return times(n, (int64_t)1 << 20);
-  if (strcmp(end, "Gi") == 0) return times(n, (int64_t)1 << 30);
-  return -1;
+  return v != NULL && vg_pod_quantity(v, VG_QTY_MIB, &mib, NULL) == 0 ? times(mib, (int64_t)1 << 20)
+                                                                      : -1;
 }
 
 static int add_unassigned(struct pod_ctx *p, const char *ctr, const char *resource, long long qty,
@@ -137,11 +115,12 @@ static int add_container(struct pod_ctx *p, json_object *ctr, const struct vg_as
   for (int r = 0; r < p->node->nres; r++) {
     const struct ins_resource *res = &p->node->res[r];
     json_object *v = resource_value(ctr, res->name);
-    long long qty = 0;
+    int64_t qty = 0;
+    struct vg_err err = {{0}};
     if (v == NULL || vg_assign_find(a, cname, res->name) != NULL) continue;
-    if (!quantity(v, &qty)) {
-      ins_warn(p->cl, "pod %s/%s container %s: %s is not a whole number (%s); not counted", p->ns,
-               p->name, cname, res->name, json_object_to_json_string(v));
+    if (vg_pod_quantity(v, VG_QTY_COUNT, &qty, &err) != 0) {
+      ins_warn(p->cl, "pod %s/%s container %s: %s: %s; not counted", p->ns, p->name, cname,
+               res->name, err.msg);
       continue;
     }
     if (qty == 0) continue;
@@ -150,7 +129,7 @@ static int add_container(struct pod_ctx *p, json_object *ctr, const struct vg_as
       mem = times(qty, vgpu_memory(ctr));
     if (mem < 0 && res->unit > 0)
       ins_warn(p->cl, "pod %s/%s container %s: %s: %lld is more memory than can be counted", p->ns,
-               p->name, cname, res->name, qty);
+               p->name, cname, res->name, (long long)qty);
     if (add_unassigned(p, cname, res->name, qty, mem) != 0) return -1;
   }
   return 0;

@@ -21,6 +21,7 @@
 #include "k8s.h"
 #include "log.h"
 #include "once.h"
+#include "pod_quantity.h"
 #include "podresources.h"
 #include "region.h"
 
@@ -88,43 +89,6 @@ static void set_error(struct vg_binder *b, const char *msg) {
 
 /* ---- limits from the pod ---- */
 
-/* A Kubernetes quantity as a whole number: digits with an optional decimal
- * suffix (k M G T) or binary one (Ki Mi Gi Ti). -1 when malformed. */
-static int parse_quantity(json_object *v, uint64_t *out) {
-  if (json_object_is_type(v, json_type_int)) {
-    int64_t x = json_object_get_int64(v);
-    if (x < 0) return -1;
-    *out = (uint64_t)x;
-    return 0;
-  }
-  if (!json_object_is_type(v, json_type_string)) return -1;
-  const char *s = json_object_get_string(v);
-  if (*s < '0' || *s > '9') return -1;
-  errno = 0;
-  char *end;
-  unsigned long long x = strtoull(s, &end, 10);
-  if (errno != 0) return -1;
-  static const struct {
-    const char *suffix;
-    uint64_t mult;
-  } units[] = {{"", 1},
-               {"k", 1000ull},
-               {"M", 1000000ull},
-               {"G", 1000000000ull},
-               {"T", 1000000000000ull},
-               {"Ki", 1ull << 10},
-               {"Mi", 1ull << 20},
-               {"Gi", 1ull << 30},
-               {"Ti", 1ull << 40}};
-  for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-    if (strcmp(end, units[i].suffix) != 0) continue;
-    if (x > UINT64_MAX / units[i].mult) return -1;
-    *out = x * units[i].mult;
-    return 0;
-  }
-  return -1;
-}
-
 /* The container's resources.limits (or requests: extended resources must
  * have both equal, so either says it), NULL if the pod has no such container. */
 static json_object *container_limits(json_object *pod, const char *container) {
@@ -149,11 +113,16 @@ static json_object *container_limits(json_object *pod, const char *container) {
   return NULL;
 }
 
-/* 1 with *v set, 0 when absent, -1 when malformed. */
-static int get_quantity(json_object *limits, const char *name, uint64_t *v) {
+/* 1 with *v set, 0 when absent, -1 when malformed (pod_quantity.h: the one
+ * reading of a pod's quantities, the extender's too). */
+static int get_quantity(json_object *limits, const char *name, enum vg_pod_quantity_unit unit,
+                        uint64_t *v) {
   json_object *q;
+  int64_t x;
   if (name[0] == '\0' || !json_object_object_get_ex(limits, name, &q)) return 0;
-  return parse_quantity(q, v) == 0 ? 1 : -1;
+  if (vg_pod_quantity(q, unit, &x, NULL) != 0) return -1;
+  *v = (uint64_t)x;
+  return 1;
 }
 
 struct gpu_limit {
@@ -270,10 +239,10 @@ static int limits_from_resources(struct vg_binder *b, const struct vg_pod_device
   if (dialect == VG_DIALECT_VGPU) {
     const struct vg_dialect_vgpu *v = &b->cfg.vgpu;
     uint64_t count;
-    int has_count = get_quantity(limits, v->resource_count, &count);
-    has_mem = get_quantity(limits, v->resource_mem, &mem);
-    has_pct = get_quantity(limits, v->resource_mem_percentage, &pct);
-    has_cores = get_quantity(limits, v->resource_cores, &cores);
+    int has_count = get_quantity(limits, v->resource_count, VG_QTY_COUNT, &count);
+    has_mem = get_quantity(limits, v->resource_mem, VG_QTY_MIB, &mem);
+    has_pct = get_quantity(limits, v->resource_mem_percentage, VG_QTY_COUNT, &pct);
+    has_cores = get_quantity(limits, v->resource_cores, VG_QTY_COUNT, &cores);
     if (has_count == 0) missing = v->resource_count;
     if (has_count < 0) malformed = v->resource_count;
     if (has_mem < 0) malformed = v->resource_mem;
@@ -281,8 +250,8 @@ static int limits_from_resources(struct vg_binder *b, const struct vg_pod_device
     if (has_cores < 0 || (has_cores > 0 && cores > 100)) malformed = v->resource_cores;
   } else {
     const struct vg_dialect_cce *c = &b->cfg.cce;
-    int has_units = get_quantity(limits, c->resource_mem, &units);
-    has_cores = get_quantity(limits, c->resource_core, &cores);
+    int has_units = get_quantity(limits, c->resource_mem, VG_QTY_COUNT, &units);
+    has_cores = get_quantity(limits, c->resource_core, VG_QTY_COUNT, &cores);
     if (has_units == 0) missing = c->resource_mem;
     if (has_units < 0) malformed = c->resource_mem;
     if (has_cores < 0 || (has_cores > 0 && cores > 100)) malformed = c->resource_core;

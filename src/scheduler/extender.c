@@ -6,6 +6,14 @@
  * vgpu.io/node-scheduler-policy); bind re-checks the fit under the node's
  * lock on fresh state and posts the Binding carrying the assignment. The
  * split into files is described in extender_int.h. See docs/scheduler.md.
+ *
+ * Status codes follow what kube-scheduler does with them: it drops the body
+ * of any answer but 200 and tells the user only "code 400". So a pod we
+ * refuse -- it asks for something no node can give, or no node fits it now --
+ * is a 200 whose failed nodes carry the reason, which reaches the pod's
+ * events; a bind that fails is a 200 with ExtenderBindingResult.Error. Only
+ * a body that is not the verb's arguments at all (not JSON, no Pod) is a
+ * 4xx, and that is kube-scheduler's bug or ours, not the user's.
  */
 #include <math.h>
 #include <pthread.h>
@@ -19,12 +27,14 @@
 #include "extender_int.h"
 #include "log.h"
 
+/* {"Error": msg}, msg through ext_out_reason like every text we send; NULL
+ * when out of memory. */
 static char *json_error(const char *msg) {
-  json_object *o = json_object_new_object();
-  json_object_object_add(o, "Error", json_object_new_string(msg));
-  char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-  json_object_put(o);
-  return s;
+  struct ext_out o = {0};
+  ext_out_lit(&o, "{\"Error\":");
+  ext_out_reason(&o, msg);
+  ext_out_lit(&o, "}");
+  return ext_out_take(&o);
 }
 
 /* The text written into o, or an error (status 500) when memory ran out. */
@@ -72,6 +82,10 @@ static int parse_args(json_object *root, json_object **pod, struct candidates *c
   memset(cs, 0, sizeof(*cs));
   if (check_keys(root, keys, vals, why, len) != 0) return -1;
   *pod = vals[0];
+  if (!*pod || !json_object_is_type(*pod, json_type_object)) {
+    snprintf(why, len, "Pod is missing or not an object");
+    return -1;
+  }
   json_object *nodes = vals[1], *names = vals[2];
   if (names && json_object_is_type(names, json_type_array)) {
     cs->cache_capable = true;
@@ -127,8 +141,14 @@ static void free_candidates(struct candidates *cs) {
 struct evaluated {
   bool *fits;
   char (*why)[256];
+  enum ext_reason *cls; /* filter: each misfit's class */
   struct vg_node *core; /* prioritize only */
   struct vg_pod *pod;   /* prioritize only */
+  /* The pod's request itself is refused (a quantity that is not a whole
+   * number, two dialects, ...): no node was looked at, every one fails with
+   * this reason, and no node ever could take the pod. */
+  bool refused;
+  char refusal[512];
 };
 
 struct eval_one {
@@ -160,19 +180,20 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
     return -1;
   }
   if (parse_args(*root, &pod, cs, why, len) != 0) return -1;
-  if (ext_parse_pod(pod, req, why, len) != 0) return -1;
   size_t n = (size_t)cs->n + 1;
   ev->fits = calloc(n, sizeof(bool));
   ev->why = malloc(n * sizeof(*ev->why)); /* each set before it is read */
+  ev->cls = calloc(n, sizeof(*ev->cls));
   if (score) {
     ev->core = malloc(n * sizeof(*ev->core));
     ev->pod = malloc(n * sizeof(*ev->pod));
   }
-  if (!ev->fits || !ev->why || (score && (!ev->core || !ev->pod))) {
+  if (!ev->fits || !ev->why || !ev->cls || (score && (!ev->core || !ev->pod))) {
     snprintf(why, len, "out of memory");
     return -1;
   }
-  for (int i = 0; i < cs->n; i++) {
+  ev->refused = ext_parse_pod(pod, req, ev->refusal, sizeof(ev->refusal)) != 0;
+  for (int i = 0; !ev->refused && i < cs->n; i++) {
     ev->why[i][0] = '\0';
     if (req->n == 0) {
       ev->fits[i] = true; /* no GPU asked: nothing for us to check */
@@ -193,8 +214,33 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
 static void free_evaluated(struct evaluated *ev) {
   free(ev->fits);
   free(ev->why);
+  free(ev->cls);
   free(ev->core);
   free(ev->pod);
+}
+
+/* Preemption cannot make these fit: the node has no GPUs of ours, too few,
+ * or too small ones. kube-scheduler then does not try to evict pods there. */
+static bool unresolvable(enum ext_reason r) {
+  return r == EXT_R_NO_INVENTORY || r == EXT_R_BAD_INVENTORY || r == EXT_R_NODE_GONE ||
+         r == EXT_R_NOT_ADVERTISED || r == EXT_R_TOO_FEW_GPUS || r == EXT_R_TOO_LARGE;
+}
+
+/* The failed candidates as a FailedNodesMap; with only_unresolvable, those
+ * that no preemption could help. kube-scheduler 1.20 knows FailedNodes only
+ * (FailedAndUnresolvableNodes came in 1.21; 1.20's decoder skips it), so
+ * every failed node is written there; from 1.21 a node in both maps counts
+ * as unresolvable. */
+static void failed_nodes(struct ext_out *o, const struct candidates *cs, const struct evaluated *ev,
+                         bool only_unresolvable) {
+  for (int i = 0, k = 0; i < cs->n; i++) {
+    if (ev->fits[i]) continue;
+    if (only_unresolvable && !ev->refused && !unresolvable(ev->cls[i])) continue;
+    if (k++) ext_out_lit(o, ",");
+    ext_out_str(o, cs->names[i]);
+    ext_out_lit(o, ":");
+    ext_out_reason(o, ev->refused ? ev->refusal : ev->why[i]);
+  }
 }
 
 static int do_filter(struct vg_ext *x, const char *body, char **out) {
@@ -210,8 +256,9 @@ static int do_filter(struct vg_ext *x, const char *body, char **out) {
     goto done;
   }
   pthread_mutex_lock(&x->lock);
-  for (int i = 0; i < cs.n; i++)
-    if (!ev.fits[i]) x->m.node_failures[ext_reason_class(ev.why[i])]++;
+  if (ev.refused) x->m.refused_pods++;
+  for (int i = 0; !ev.refused && i < cs.n; i++)
+    if (!ev.fits[i]) x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
   pthread_mutex_unlock(&x->lock);
   struct ext_out o = {0};
   ext_out_lit(&o, cs.cache_capable ? "{\"Nodes\":null,\"NodeNames\":["
@@ -226,14 +273,10 @@ static int do_filter(struct vg_ext *x, const char *body, char **out) {
   }
   ext_out_lit(&o,
               cs.cache_capable ? "],\"FailedNodes\":{" : "]},\"NodeNames\":null,\"FailedNodes\":{");
-  for (int i = 0, k = 0; i < cs.n; i++) {
-    if (ev.fits[i]) continue;
-    if (k++) ext_out_lit(&o, ",");
-    ext_out_str(&o, cs.names[i]);
-    ext_out_lit(&o, ":");
-    ext_out_str(&o, ev.why[i]);
-  }
-  ext_out_lit(&o, "},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
+  failed_nodes(&o, &cs, &ev, false);
+  ext_out_lit(&o, "},\"FailedAndUnresolvableNodes\":{");
+  failed_nodes(&o, &cs, &ev, true);
+  ext_out_lit(&o, "},\"Error\":\"\"}");
   *out = answer(&o, &status);
 done:
   free_evaluated(&ev);
@@ -260,7 +303,10 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   score = calloc((size_t)cs.n + 1, sizeof(double));
   struct vg_err err = {{0}};
   struct vg_sched s = {0};
-  bool core = req.n > 0 && vg_cluster_model(&cl, "gpu", &err) == 0;
+  /* A refused pod fails every node (filter said why); kube-scheduler would
+   * ignore a prioritize error and score without us, which zero for every
+   * node amounts to. */
+  bool core = !ev.refused && req.n > 0 && vg_cluster_model(&cl, "gpu", &err) == 0;
   int *idx = calloc((size_t)cs.n + 1, sizeof(int));
   for (int i = 0; core && i < cs.n; i++) {
     idx[i] = -1;

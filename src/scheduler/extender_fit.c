@@ -172,7 +172,7 @@ static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
   else if (c->mem)
     snprintf(buf, len, "%lld MiB", (long long)(c->mem / EXT_MIB));
   else if (c->mem_pct)
-    snprintf(buf, len, "%d%% of the memory", c->mem_pct);
+    snprintf(buf, len, "%d percent of the memory", c->mem_pct);
   else
     snprintf(buf, len, "all the memory");
 }
@@ -229,14 +229,14 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
              c->name, (long long)(t.need_max / EXT_MIB), (long long)(t.cap_max / EXT_MIB));
   else if (t.reserve_short > 0)
     snprintf(why, len,
-             "container %s needs %d GPUs each with %s, %d%% cores and a slot of %s free; %d "
+             "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
              "have, %d more would without keeping contextReserve (%lld MiB) free per slice "
              "for CUDA contexts",
              c->name, c->count, need, c->cores, c->resource, t.fit, t.reserve_short,
              (long long)(v->reserve / EXT_MIB));
   else
     snprintf(why, len,
-             "container %s needs %d GPUs each with %s, %d%% cores and a slot of %s free; %d "
+             "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
              "have%s",
              c->name, c->count, need, c->cores, c->resource, t.fit,
              t.clash ? " (others hold CCE slices of the other isolation mode: memory-only and "

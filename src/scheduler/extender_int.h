@@ -4,14 +4,15 @@
  * The extender is split by concern:
  *   extender_request.c  a Pod -> struct pod_req: each GPU container's dialect,
  *                       amounts and the pod's selection/policy annotations,
- *                       validated (a bad request is a 400 naming what is wrong)
+ *                       validated (a bad request fails every node, naming
+ *                       what is wrong)
  *   extender_view.c     a Node -> struct node_view: its GPUs from the inventory
  *                       annotation minus what the assignments of its pods hold;
  *                       the per-node cache and bind locks
  *   extender_fit.c      GPU-level fit for every dialect, the GPU choice
  *                       (binpack/spread), reasons for misfits, the assignment
  *                       a bind writes, and the node in the placement core's terms
- *   extender_out.c      the filter and prioritize answers, written as text
+ *   extender_out.c      the answers, written as text; no '%' in any reason
  *   extender_watch.c    watches Pods and Nodes to drop cached views that changed
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
  * See docs/scheduler.md.
@@ -201,6 +202,9 @@ struct ext_out {
 void ext_out_raw(struct ext_out *o, const char *s, size_t n);
 void ext_out_lit(struct ext_out *o, const char *s);
 void ext_out_str(struct ext_out *o, const char *s); /* a JSON string, quoted and escaped */
+/* A reason or error text as a JSON string, every '%' written as "percent":
+ * the one way such texts leave the extender (see extender_out.c). */
+void ext_out_reason(struct ext_out *o, const char *s);
 void ext_out_int(struct ext_out *o, long long v);
 /* The text (caller frees), or NULL after running out of memory; o is reset. */
 char *ext_out_take(struct ext_out *o);

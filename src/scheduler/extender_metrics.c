@@ -114,8 +114,12 @@ char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *n
     fprintf(f, "vgpu_scheduler_requests_total{verb=\"%s\"} %llu\n", g_verbs[v],
             (unsigned long long)m->requests[v]);
   family(f, "vgpu_scheduler_bad_requests_total", "counter",
-         "Requests answered 4xx (malformed JSON, unknown fields or resources, bad values).");
+         "Requests answered 4xx: a body that is not the verb's arguments (not JSON, no Pod).");
   fprintf(f, "vgpu_scheduler_bad_requests_total %llu\n", (unsigned long long)m->bad_requests);
+  family(f, "vgpu_scheduler_refused_pods_total", "counter",
+         "Filters of a pod whose request no node can satisfy (bad values, two dialects, ...): "
+         "every node failed with the reason.");
+  fprintf(f, "vgpu_scheduler_refused_pods_total %llu\n", (unsigned long long)m->refused_pods);
   histogram(f, m);
   family(f, "vgpu_scheduler_node_failures_total", "counter",
          "Nodes filter turned down, by reason (the reason text is in FailedNodes).");

@@ -9,6 +9,13 @@
  * and whole Node objects (the NodeList mode) are still serialised by it.
  * Strings are escaped as RFC 8259 requires: quote, backslash and the control
  * characters; other bytes (UTF-8 included) pass as they are.
+ *
+ * Every reason and error text the extender sends leaves through
+ * ext_out_reason, which lets no '%' through: kube-scheduler hands a refusal's
+ * text to Eventf as the format string, so "0% cores" would reach the user as
+ * "0%!c(MISSING)ores". The texts themselves say "percent"; this is the last
+ * resort for a '%' that arrives from elsewhere (an API server message, a
+ * value quoted from the pod).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +46,13 @@ void ext_out_raw(struct ext_out *o, const char *s, size_t n) {
 
 void ext_out_lit(struct ext_out *o, const char *s) { ext_out_raw(o, s, strlen(s)); }
 
-void ext_out_str(struct ext_out *o, const char *s) {
-  ext_out_raw(o, "\"", 1);
+/* The n bytes at s, escaped for the inside of a JSON string. */
+static void put_escaped(struct ext_out *o, const char *s, size_t n) {
   const char *run = s; /* bytes that need no escape are copied a run at a time */
   for (const unsigned char *p = (const unsigned char *)s;; p++) {
-    if (*p != '\0' && *p >= 0x20 && *p != '"' && *p != '\\') continue;
+    if ((const char *)p < s + n && *p >= 0x20 && *p != '"' && *p != '\\') continue;
     ext_out_raw(o, run, (size_t)((const char *)p - run));
-    if (*p == '\0') break;
+    if ((const char *)p == s + n) break;
     char esc[8];
     if (*p == '"' || *p == '\\')
       snprintf(esc, sizeof(esc), "\\%c", *p);
@@ -53,6 +60,23 @@ void ext_out_str(struct ext_out *o, const char *s) {
       snprintf(esc, sizeof(esc), "\\u%04x", *p);
     ext_out_lit(o, esc);
     run = (const char *)p + 1;
+  }
+}
+
+void ext_out_str(struct ext_out *o, const char *s) {
+  ext_out_raw(o, "\"", 1);
+  put_escaped(o, s, strlen(s));
+  ext_out_raw(o, "\"", 1);
+}
+
+void ext_out_reason(struct ext_out *o, const char *s) {
+  ext_out_raw(o, "\"", 1);
+  for (const char *p = s;;) {
+    const char *pct = strchr(p, '%');
+    put_escaped(o, p, pct ? (size_t)(pct - p) : strlen(p));
+    if (!pct) break;
+    ext_out_lit(o, pct > s && pct[-1] != ' ' ? " percent" : "percent"); /* "50%": "50 percent" */
+    p = pct + 1;
   }
   ext_out_raw(o, "\"", 1);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "extender_int.h"
+#include "pod_quantity.h"
 
 #define R_VGPU "nvidia.com/vgpu"
 #define R_GPU "nvidia.com/gpu"
@@ -54,26 +55,24 @@ const char *ext_get_str(json_object *o, const char *key) {
   return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
-/* A quantity as a whole number: JSON int, or a string of digits; with
- * allow_mib the suffixes Mi and Gi (the result in MiB). */
-static int quantity(json_object *v, bool allow_mib, int64_t *out) {
-  if (json_object_is_type(v, json_type_int)) {
-    *out = json_object_get_int64(v);
-    return *out < 0 || *out > MAX_AMOUNT ? -1 : 0;
-  }
-  if (!json_object_is_type(v, json_type_string)) return -1;
-  const char *s = json_object_get_string(v);
-  char *end;
-  long long n = strtoll(s, &end, 10);
-  if (end == s || n < 0 || n > MAX_AMOUNT || s[0] == '-' || s[0] == '+' || s[0] == ' ') return -1;
-  if (*end == 0)
-    *out = n;
-  else if (allow_mib && strcmp(end, "Mi") == 0)
-    *out = n;
-  else if (allow_mib && strcmp(end, "Gi") == 0)
-    *out = n * 1024;
-  else
+/* A resource's value as a whole number (pod_quantity.h): nvidia.com/gpumem
+ * in MiB, the rest as counts. Capped so that no later product overflows. */
+static int amount(const char *ctr, const char *key, json_object *val, int64_t *out, char *why,
+                  size_t len) {
+  struct vg_err err = {{0}};
+  const char *unit = strcmp(key, R_CCE_MEM) == 0    ? " (units of 128 MiB)"
+                     : strcmp(key, R_GPUSHARE) == 0 ? " (memory units of the node's GPUs)"
+                     : strcmp(key, R_MEM) == 0      ? " (MiB)"
+                                                    : "";
+  if (vg_pod_quantity(val, strcmp(key, R_MEM) == 0 ? VG_QTY_MIB : VG_QTY_COUNT, out, &err) != 0) {
+    snprintf(why, len, "container %s: %s%s: %s", ctr, key, unit, err.msg);
     return -1;
+  }
+  if (*out > MAX_AMOUNT) {
+    snprintf(why, len, "container %s: %s%s is %lld, more than %lld (no GPU has that many)", ctr,
+             key, unit, (long long)*out, MAX_AMOUNT);
+    return -1;
+  }
   return 0;
 }
 
@@ -122,14 +121,7 @@ static int take_key(const char *ctr, const char *key, json_object *val, struct s
              R_CCE_MEM, R_CCE_CORES);
     return -1;
   }
-  if (quantity(val, strcmp(key, R_MEM) == 0, &q) != 0) {
-    const char *unit = strcmp(key, R_CCE_MEM) == 0    ? " (units of 128 MiB)"
-                       : strcmp(key, R_GPUSHARE) == 0 ? " (memory units of the node's GPUs)"
-                                                      : "";
-    snprintf(why, len, "container %s: %s%s must be a whole number, got %s", ctr, key, unit,
-             json_object_to_json_string(val));
-    return -1;
-  }
+  if (amount(ctr, key, val, &q, why, len) != 0) return -1;
   *dst = q;
   if (has) *has = true;
   if (count_key) s->count_res = key;

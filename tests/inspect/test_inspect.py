@@ -245,7 +245,8 @@ def test_specific_json(args, tmp):
               "warnings: malformed assignment named")
         check("assigned GPU GPU-gone is not in node good's inventory" in w,
               "warnings: unknown GPU named")
-        check('aliyun.com/gpu-mem is not a whole number ("1.5")' in w,
+        # The fake stores 1.5 canonical, as 1500m.
+        check("aliyun.com/gpu-mem: quantity '1500m' is not a whole number" in w,
               "warnings: odd quantity named")
         check("pod default/huge container c: aliyun.com/gpu-mem: 9223372036854775807 is more "
               "memory than can be counted" in w, "warnings: huge quantity named")

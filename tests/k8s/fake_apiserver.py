@@ -10,6 +10,9 @@ metadata.resourceVersion precondition (409 Conflict Status), pods/binding
 events with BOOKMARKs when allowWatchBookmarks is set, 410 Gone when the rv is
 older than the compaction point, and the stream closed after timeoutSeconds.
 Every API request needs "Authorization: Bearer <token>" (401 otherwise).
+Resource quantities (pod containers' limits and requests, node capacity and
+allocatable) are stored canonical, as kube-apiserver does: 3000 comes back
+"3k", 2048Mi "2Gi", 3e3 "3e3" (canonical_quantity below).
 
 Test-only endpoints (same token):
   POST /_test/nodes            body: a Node object   -> creates it
@@ -27,10 +30,13 @@ Prints "PORT <n>" on stdout once listening on 127.0.0.1.
 import argparse
 import copy
 import json
+import math
+import re
 import sys
 import threading
 import time
 import urllib.parse
+from fractions import Fraction
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -55,6 +61,89 @@ class Store:
     def record(self, etype, kind, obj):
         self.events.append((self.rv, etype, kind, copy.deepcopy(obj)))
         self.lock.notify_all()
+
+
+_QUANTITY = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)")
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
+               "E": 18}
+_BINARY_SI = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+_SI_BY_EXP = {e: s for s, e in _DECIMAL_SI.items()}
+
+
+def parse_quantity(text):
+    """resource.Quantity's grammar -> (value as a Fraction, format), or None.
+    As kube-apiserver does, the value is rounded up (away from 0) to 1n."""
+    m = _QUANTITY.fullmatch(text)
+    if m is None:
+        return None
+    sign, whole, frac, suffix = m.groups()
+    frac = frac or ""
+    if not whole and not frac:
+        return None
+    mantissa = Fraction(int(whole or "0")) + Fraction(int(frac or "0"), 10 ** len(frac))
+    if suffix in _DECIMAL_SI:
+        value, fmt = mantissa * Fraction(10) ** _DECIMAL_SI[suffix], "DecimalSI"
+    elif suffix in _BINARY_SI[1:]:
+        value, fmt = mantissa * 2 ** (10 * _BINARY_SI.index(suffix)), "BinarySI"
+    elif re.fullmatch(r"[eE][+-]?[0-9]{1,4}", suffix):
+        value, fmt = mantissa * Fraction(10) ** int(suffix[1:]), "DecimalExponent"
+    else:
+        return None
+    nano = math.ceil(value * 10 ** 9)
+    return Fraction(-nano if sign == "-" else nano, 10 ** 9), fmt
+
+
+def canonical_quantity(q):
+    """What kube-apiserver writes back for a quantity (Quantity.String): the
+    suffix family the user wrote, and in it the largest suffix that keeps
+    the number whole. Binary values under 1024 or not whole are written in
+    decimal SI; decimal mantissas have no trailing zeros and exponents that
+    are multiples of 3. A value that is not a quantity is returned as is (the
+    real server refuses the object; the tests keep it to reach readers'
+    error paths). JSON numbers become strings, as the real server's do."""
+    if isinstance(q, bool) or not isinstance(q, (str, int, float)):
+        return q
+    parsed = parse_quantity(q.strip() if isinstance(q, str) else repr(q))
+    if parsed is None:
+        return q
+    value, fmt = parsed
+    if value == 0:
+        return "0"
+    if fmt == "BinarySI":
+        if abs(value) < 1024 or value.denominator != 1:
+            fmt = "DecimalSI"
+        else:
+            n, e = int(value), 0
+            while n % 1024 == 0 and e < len(_BINARY_SI) - 1:
+                n, e = n // 1024, e + 1
+            return "%d%s" % (n, _BINARY_SI[e])
+    n, e = int(value * 10 ** 9), -9  # whole nanos
+    while n % 10 == 0:
+        n, e = n // 10, e + 1
+    n, e = n * 10 ** (e % 3), e - e % 3
+    if fmt == "DecimalExponent":
+        return "%d%s" % (n, "e%d" % e if e else "")
+    if e > 18:
+        n, e = n * 10 ** (e - 18), 18
+    return "%d%s" % (n, _SI_BY_EXP[e])
+
+
+def canonicalize(kind, obj):
+    """Every quantity of a Pod's containers or a Node's status, in place."""
+    maps = []
+    if kind == "Pod":
+        spec = obj.get("spec") or {}
+        for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+            res = (ctr or {}).get("resources") or {}
+            maps += [res.get("limits"), res.get("requests")]
+        maps.append(spec.get("overhead"))
+    else:
+        st = obj.get("status") or {}
+        maps += [st.get("capacity"), st.get("allocatable")]
+    for m in maps:
+        if isinstance(m, dict):
+            for k in m:
+                m[k] = canonical_quantity(m[k])
 
 
 def merge_patch(target, patch):
@@ -184,6 +273,7 @@ class Handler(BaseHTTPRequestHandler):
                                  "and try again" % desc)
             new = merge_patch(copy.deepcopy(obj), patch)
             new["metadata"]["name"] = obj["metadata"]["name"]
+            canonicalize(kind, new)
             st.bump(new)
             self.table(kind)[key] = new
             st.record("MODIFIED", kind, new)
@@ -354,6 +444,7 @@ class Handler(BaseHTTPRequestHandler):
                 meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 obj.setdefault("kind", kind)
                 obj.setdefault("apiVersion", "v1")
+                canonicalize(kind, obj)
                 st.bump(obj)
                 self.table(kind)[key] = obj
                 st.record("ADDED", kind, obj)

@@ -261,6 +261,30 @@ static void test_vgpu_limits(void **state) {
   vg_binder_stop(b);
 }
 
+/* Quantities as the API server keeps them: 3e3 stays "3e3" (MiB), and a
+ * binary one is bytes (users write 4096Mi, it comes back "4Gi"). */
+static void test_vgpu_canonical_quantities(void **state) {
+  (void)state;
+  const char *exp[] = {"GPU-qqqq::0"}, *bin[] = {"GPU-qqqq::1"};
+  add_pod("exp", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3e3\"}");
+  add_pod("bin", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096Mi\"}");
+  make_pending(exp, 1);
+  make_pending(bin, 1);
+  assign("exp", "nvidia.com/vgpu", exp, 1);
+  assign("bin", "nvidia.com/vgpu", bin, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 2);
+  struct seen s;
+  read_region(exp, 1, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.mem[0], 3000 * MIB);
+  read_region(bin, 1, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.mem[0], 4096 * MIB);
+  vg_binder_stop(b);
+}
+
 static void test_vgpu_percentage_and_defaults(void **state) {
   (void)state;
   const char *pct[] = {"GPU-cccc::0"}, *none[] = {"GPU-cccc::1"};
@@ -520,6 +544,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slot_hash),
       cmocka_unit_test(test_vgpu_limits),
+      cmocka_unit_test(test_vgpu_canonical_quantities),
       cmocka_unit_test(test_vgpu_percentage_and_defaults),
       cmocka_unit_test(test_cce_limits),
       cmocka_unit_test(test_unbindable_stays_pending),

@@ -204,11 +204,25 @@ char *ext_assigned(const char *pod) {
   return s;
 }
 
-const char *ext_failed_reason(json_object *res, const char *node) {
+static const char *reason_in(json_object *res, const char *map, const char *node) {
   json_object *f = NULL, *r = NULL;
-  if (!json_object_object_get_ex(res, "FailedNodes", &f)) return NULL;
+  if (!json_object_object_get_ex(res, map, &f)) return NULL;
   if (!json_object_object_get_ex(f, node, &r)) return NULL;
   return json_object_get_string(r);
+}
+
+const char *ext_failed_reason(json_object *res, const char *node) {
+  return reason_in(res, "FailedNodes", node);
+}
+
+const char *ext_unresolvable_reason(json_object *res, const char *node) {
+  return reason_in(res, "FailedAndUnresolvableNodes", node);
+}
+
+void ext_expect_refused(json_object *res, const char *node, const char *part) {
+  if (ext_has_name(res, node)) fail_msg("%s passed: %s", node, json_object_to_json_string(res));
+  ext_expect_contains(ext_failed_reason(res, node), part);
+  ext_expect_contains(ext_unresolvable_reason(res, node), part);
 }
 
 bool ext_has_name(json_object *res, const char *node) {

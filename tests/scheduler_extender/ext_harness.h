@@ -60,7 +60,12 @@ json_object *ext_bind(const char *pod, const char *node);
 const char *ext_bind_error(json_object *res);
 /* The pod's vgpu.io/assigned value as the API server has it (caller frees), or NULL. */
 char *ext_assigned(const char *pod);
+/* node's reason in a filter answer's FailedNodes / FailedAndUnresolvableNodes, or NULL. */
 const char *ext_failed_reason(json_object *res, const char *node);
+const char *ext_unresolvable_reason(json_object *res, const char *node);
+/* node failed, in both maps (kube-scheduler 1.20 reads only FailedNodes),
+ * with a reason containing part. */
+void ext_expect_refused(json_object *res, const char *node, const char *part);
 bool ext_has_name(json_object *res, const char *node);
 void ext_expect_contains(const char *s, const char *part);
 /* The Score prioritize gave host. */

@@ -58,6 +58,30 @@ static void test_strings(void **s) {
   }
 }
 
+/* Reasons: every '%' becomes "percent" (kube-scheduler's Eventf would read
+ * it as a verb); escaping works as for any string. */
+static void test_reason_has_no_percent(void **s) {
+  (void)s;
+  static const char *const in_out[][2] = {
+      {"50% cores", "50 percent cores"},
+      {"100%", "100 percent"},
+      {"%", "percent"},
+      {"a % b", "a percent b"},
+      {"GET /api/v1/x%2Fy: \"%s\"\n", "GET /api/v1/x percent2Fy: \" percents\"\n"},
+      {"no sign", "no sign"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof(in_out) / sizeof(in_out[0]); i++) {
+    struct ext_out o = {0};
+    ext_out_lit(&o, "[");
+    ext_out_reason(&o, in_out[i][0]);
+    ext_out_lit(&o, "]");
+    json_object *v = parse_taken(&o);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)), in_out[i][1]);
+    json_object_put(v);
+  }
+}
+
 static void test_grows_and_resets(void **s) {
   (void)s;
   struct ext_out o = {0};
@@ -79,6 +103,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_integers),
       cmocka_unit_test(test_strings),
+      cmocka_unit_test(test_reason_has_no_percent),
       cmocka_unit_test(test_grows_and_resets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,8 @@
  * units), time-slicing (nvidia.com/gpu, nvidia.com/gpu.shared), CCE (128 MiB
  * units, core percentage, one isolation mode per GPU, slice cap) and vgpu's
  * gpumem-percentage; several dialects on one GPU sharing one account;
- * validation (400s) and FailedNodes reasons; GPU type/UUID selection;
+ * validation (refusals in FailedNodes and FailedAndUnresolvableNodes) and
+ * FailedNodes reasons; GPU type/UUID selection;
  * binpack/spread at GPU and node level with the per-pod overrides; recorded
  * kube-scheduler request bodies fed verbatim; restart recovery; concurrent
  * filters and binds that must not double-book.
@@ -80,15 +81,14 @@ static void expect_misfit(const char *limits, const char *annotations, const cha
   json_object_put(res);
 }
 
-/* Filter must answer 400 with an Error containing part. */
-static void filter_400(const char *limits, const char *annotations, const char *part) {
-  char *pod = ext_pod_json("probe", limits, annotations, NULL, NULL);
-  char *body = ext_args_names(pod, "\"gs-a\"");
-  json_object *res = ext_post("/filter", body, 400);
-  ext_expect_contains(json_object_get_string(json_object_object_get(res, "Error")), part);
+/* A request no node can satisfy: 200 (kube-scheduler drops the body of
+ * anything else), the node failed in both maps with a reason containing
+ * part; no Error, which would fail the scheduling cycle instead. */
+static void filter_refused(const char *limits, const char *annotations, const char *part) {
+  json_object *res = filter(limits, annotations, "\"gs-a\"");
+  ext_expect_refused(res, "gs-a", part);
+  assert_int_equal(json_object_get_string_len(json_object_object_get(res, "Error")), 0);
   json_object_put(res);
-  free(body);
-  free(pod);
 }
 
 /* Creates pod `name`, binds it to node; the bind Error ("" = bound). */
@@ -161,6 +161,8 @@ static int setup(void **state) {
                "\"unit\":-5}]",
                0);
   ext_add_node("huge", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("canon-v", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("canon-gs", 1, 16, A100, "[" GS_MIB "]", 0);
   add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   return ext_sched_start(NULL);
@@ -191,6 +193,42 @@ static void test_gpushare(void **s) {
   /* MiB units: seed 002's 3803. */
   expect_bound("gs-mib-pod", "\"aliyun.com/gpu-mem\":\"3803\"", NULL, "gs-mib");
   expect_assigned("gs-mib-pod", "\"memory\":3987734528,");
+}
+
+/* ---- quantities as the API server hands them back ---- */
+
+/* kube-apiserver stores quantities canonical: 3000 comes back as "3k", 8000
+ * MiB of gpushare as "8k", 4096Mi as "4Gi"; users may also write 1Ki or 3e3.
+ * Each must place, at the amount it stands for. */
+static void test_canonical_quantities(void **s) {
+  (void)s;
+  static const char *const fits[][2] = {
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3k\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3e3\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4Gi\"", "canon-v"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"5e1\"", "canon-v"},
+      {"\"aliyun.com/gpu-mem\":\"8k\"", "canon-gs"},
+      {"\"aliyun.com/gpu-mem\":\"1Ki\"", "canon-gs"},
+  };
+  for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+    char names[64];
+    snprintf(names, sizeof(names), "\"%s\"", fits[i][1]);
+    json_object *res = filter(fits[i][0], NULL, names);
+    if (!ext_has_name(res, fits[i][1]))
+      fail_msg("%s on %s: %s", fits[i][0], fits[i][1], json_object_to_json_string(res));
+    json_object_put(res);
+  }
+  /* Bound, the pods read back from the API server hold what they asked. */
+  expect_bound("canon-3k", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3k\"", NULL,
+               "canon-v");
+  expect_assigned("canon-3k", "\"memory\":3145728000,"); /* 3000 MiB */
+  expect_bound("canon-3e3", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"3e3\"", NULL,
+               "canon-v");
+  expect_assigned("canon-3e3", "\"memory\":3145728000,");
+  expect_bound("canon-8k", "\"aliyun.com/gpu-mem\":\"8k\"", NULL, "canon-gs");
+  expect_assigned("canon-8k", "\"memory\":8388608000,"); /* 8000 MiB units */
+  expect_bound("canon-1ki", "\"aliyun.com/gpu-mem\":\"1Ki\"", NULL, "canon-gs");
+  expect_assigned("canon-1ki", "\"memory\":1073741824,"); /* 1024 MiB units */
 }
 
 /* ---- time-slicing ---- */
@@ -282,31 +320,89 @@ static void test_out_of_range(void **s) {
 
 static void test_validation(void **s) {
   (void)s;
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"", NULL,
-             "multiple of 5 and at most 100");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"105\"", NULL,
-             "multiple of 5 and at most 100");
-  filter_400("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
-  filter_400("\"volcano.sh/gpu-mem.128Mi\":\"256Mi\"", NULL, "units of 128 MiB");
-  filter_400("\"aliyun.com/gpu-mem\":\"2\",\"nvidia.com/vgpu\":\"1\"", NULL,
-             "one dialect per container");
-  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpu\":\"1\"", NULL,
-             "one GPU resource per container");
-  filter_400("\"nvidia.com/gpu.shared\":\"1\",\"nvidia.com/gpucores\":\"10\"", NULL,
-             "time-slicing, which takes no");
-  filter_400(
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"",
+                 NULL, "multiple of 5 and at most 100");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"105\"",
+                 NULL, "multiple of 5 and at most 100");
+  filter_refused("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
+  /* Quantities: the parser's reason, naming the text. */
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1.5k5\"", NULL,
+                 "nvidia.com/gpumem (MiB): quantity '1.5k5' has an unknown suffix 'k5'");
+  filter_refused("\"nvidia.com/vgpu\":\"500m\"", NULL, "quantity '500m' is not a whole number");
+  filter_refused("\"aliyun.com/gpu-mem\":\"-2\"", NULL, "quantity '-2' is negative");
+  filter_refused("\"aliyun.com/gpu-mem\":\"10E\"", NULL, "quantity '10E' is too large");
+  filter_refused("\"aliyun.com/gpu-mem\":\"2M\"", NULL, "is 2000000, more than 1000000");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1Ki\"", NULL,
+                 "quantity '1Ki' is not a whole number of MiB");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"256Mi\"", NULL, "units of 128 MiB");
+  filter_refused("\"aliyun.com/gpu-mem\":\"2\",\"nvidia.com/vgpu\":\"1\"", NULL,
+                 "one dialect per container");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpu\":\"1\"", NULL,
+                 "one GPU resource per container");
+  filter_refused("\"nvidia.com/gpu.shared\":\"1\",\"nvidia.com/gpucores\":\"10\"", NULL,
+                 "time-slicing, which takes no");
+  filter_refused(
       "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"100\","
       "\"nvidia.com/gpumem-percentage\":\"10\"",
       NULL, "not both");
-  filter_400("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"150\"", NULL,
-             "must be 1..100");
-  filter_400("\"aliyun.com/gpu-count\":\"1\"", NULL, "aliyun.com/gpu-count is not supported");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/node-scheduler-policy\":\"tightest\"",
-             "unknown policy 'tightest'");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"hami.io/gpu-scheduler-policy\":\"mutex\"",
-             "is not binpack or spread");
-  filter_400("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
+  filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"150\"", NULL,
+                 "must be 1..100");
+  filter_refused("\"aliyun.com/gpu-count\":\"1\"", NULL, "aliyun.com/gpu-count is not supported");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/node-scheduler-policy\":\"tightest\"",
+                 "unknown policy 'tightest'");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"hami.io/gpu-scheduler-policy\":\"mutex\"",
+                 "is not binpack or spread");
+  filter_refused("\"nvidia.com/vgpu\":\"1\"", "\"vgpu.io/use-gputype\":7", "comma list");
+}
+
+/* ---- no '%' in any reason ---- */
+
+/* kube-scheduler passes a refusal's text to Eventf as the format string:
+ * "0% cores" reached users as "0%!c(MISSING)ores". Misfits and refusals of
+ * every kind that speak of percentages, and bind errors: not one '%' in the
+ * answer (node names cannot hold one). */
+static void expect_no_percent(const char *path, const char *body, const char *must) {
+  char *out = NULL;
+  long st = ext_call(path, body, strlen(body), &out);
+  if (st != 200) fail_msg("%s -> %ld: %s", path, st, out);
+  if (strchr(out, '%') != NULL) fail_msg("'%%' in the answer of %s: %s", path, out);
+  ext_expect_contains(out, must);
+  free(out);
+}
+
+static void test_no_percent_in_reasons(void **s) {
+  (void)s;
+  static const char *const limits[][2] = {
+      /* misfits: the GPUs lack compute or memory now */
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"80\"", "80 percent cores"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"90\"",
+       "90 percent of the memory"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"15000\"", "0 percent cores"},
+      {"\"volcano.sh/gpu-mem.128Mi\":\"8\",\"volcano.sh/gpu-core.percentage\":\"95\"",
+       "95 percent cores"},
+      {"\"aliyun.com/gpu-mem\":\"15\"", "0 percent cores"},
+      /* refusals: values no node takes, one quoting a '%' the user wrote */
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"150\"", "(percent of one GPU)"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"0\"", "must be 1..100"},
+      {"\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"50%\"", "'50 percent'"},
+      {"\"volcano.sh/gpu-mem.128Mi\":\"4\",\"volcano.sh/gpu-core.percentage\":\"7\"",
+       "multiple of 5"},
+  };
+  for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+    char *pod = ext_pod_json("pct-probe", limits[i][0], NULL, NULL, NULL);
+    char *body = ext_args_names(pod, "\"nl-busy\",\"cce-a\",\"gs-a\"");
+    expect_no_percent("/filter", body, limits[i][1]);
+    free(body);
+    free(pod);
+  }
+  /* Bind: the fit rechecked on fresh state fails; its reason is the Error. */
+  ext_add_pod("pct-bind", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpucores\":\"80\"", NULL, NULL,
+              NULL);
+  expect_no_percent("/bind",
+                    "{\"PodName\":\"pct-bind\",\"PodNamespace\":\"default\",\"PodUID\":\"\","
+                    "\"Node\":\"nl-busy\"}",
+                    "80 percent cores");
 }
 
 /* ---- type / UUID selection ---- */
@@ -654,11 +750,13 @@ static void test_nodelist_cache(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpushare),
+      cmocka_unit_test(test_canonical_quantities),
       cmocka_unit_test(test_time_slicing),
       cmocka_unit_test(test_cce),
       cmocka_unit_test(test_vgpu_percentage_mix_exclusive),
       cmocka_unit_test(test_out_of_range),
       cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_no_percent_in_reasons),
       cmocka_unit_test(test_selection),
       cmocka_unit_test(test_gpu_policy),
       cmocka_unit_test(test_node_policy),
