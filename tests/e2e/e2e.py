@@ -248,11 +248,12 @@ def quantity_case(ctx, name, limits, memory, cores=None, limited=True):
 
 @case("quantities-vgpu")
 def quantities_vgpu(ctx):
-    """nvidia.com/gpumem 3000 reaches the extender as "3k", 2Ki and 3e3 as
-    written: each schedules, binds, limits the container and shows in inspect."""
+    """nvidia.com/gpumem 3000 reaches the extender as "3k", 4Gi (bytes: 4096
+    MiB) and 3e3 as written: each schedules, binds, limits the container and
+    shows in inspect."""
     quantity_case(ctx, "q-3000", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3000",
                                   "nvidia.com/gpucores": "30"}, 3000 * MIB, 30)
-    quantity_case(ctx, "q-2ki", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2Ki"}, 2048 * MIB)
+    quantity_case(ctx, "q-4gi", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "4Gi"}, 4096 * MIB)
     delete_pods(ctx)
     quantity_case(ctx, "q-3e3", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3e3"}, 3000 * MIB)
     delete_pods(ctx)
