@@ -124,7 +124,9 @@ class Agents:
             "--node-name", self.env["VGPU_E2E_NODE"], "--kubeconfig", self.plugin_kc,
             "--plugin-dir", os.path.join(root, "device-plugins"),
             "--podresources-socket", os.path.join(root, "pod-resources", "kubelet.sock"),
-            "--metrics", "127.0.0.1:%d" % METRICS_PORT], self.sim_env())
+            "--metrics", "127.0.0.1:%d" % METRICS_PORT,
+            # 60 s by default; shorter so that cleanup-after-delete does not wait a minute.
+            "--slot-grace", "15"], self.sim_env())
         kube.wait_for("the device plugin's /healthz", lambda: http_ok(
             "http://127.0.0.1:%d/healthz" % METRICS_PORT), 30,
             state=lambda: self.tail("vgpu-device-plugin"))
