@@ -4,6 +4,7 @@
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU)
 #   make demo      the main job on the simulated GPU
+#   make e2e       a real single-node Kubernetes 1.20 (built from Debian's sources) and vgpu on it (docs/e2e.md)
 #   make bench     hook overhead benchmark (bench/)
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
 #   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
@@ -13,7 +14,7 @@
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
+.PHONY: all build asan deps test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
 
 all: build
 
@@ -39,6 +40,9 @@ test-gpu: build
 
 test: test-release test-asan test-gpu
 	@bash scripts/check-format.sh
+
+e2e: build
+	@bash tests/e2e/run.sh
 
 demo: build
 	@bash scripts/demo.sh

@@ -1,0 +1,588 @@
+#!/usr/bin/python3
+"""e2e.py -- vgpu on a real single-node Kubernetes (scripts/e2e/cluster.sh).
+
+Each case names what it proves, creates its own pods, checks what users and
+operators see (pod state and events, the container's own view, the Node, the
+metrics, `kubectl inspect gpushare`), deletes what it created and prints one
+line: PASS, FAIL (with why and the objects' state), XFAIL (a known defect an
+open issue owns, still shown failing) or XPASS (that defect no longer shows:
+promote the case). The last line is `N passed, N failed`.
+
+Run by tests/e2e/run.sh, which builds and starts the cluster and exports its
+coordinates (cluster.sh env) plus VGPU_E2E_BUILD (the vgpu build dir),
+VGPU_E2E_SIM_STATE and VGPU_E2E_WORK. Usage: e2e.py [CASE...]
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+import agents
+import kube
+from kube import E2EError
+
+NS = "e2e"
+IMAGE = "localhost/vgpu-e2e/workload:latest"
+MIB = 1 << 20
+GPU_MEMORY = 8192 * MIB  # run.sh creates two simulated GPUs of 8 GiB
+SLOTS = "vgpu-state/slots"
+
+
+class XFail(Exception):
+    """The known defect showed, as the case's issue says it still does."""
+
+
+class Ctx:
+    def __init__(self):
+        self.env = dict(os.environ)
+        self.node = self.env["VGPU_E2E_NODE"]
+        self.build = self.env["VGPU_E2E_BUILD"]
+        self.work = self.env["VGPU_E2E_WORK"]
+        self.ctr = self.env.get("VGPU_E2E_CTR", "ctr -n k8s.io")
+        self.agents = agents.Agents(self.env, self.build, self.work)
+        self.created = []
+
+    def sim(self, *args):
+        proc = subprocess.run([os.path.join(self.build, "bin", "vgpu-sim"), *args],
+                              env=dict(self.env, LD_LIBRARY_PATH=os.path.join(self.build, "sim"),
+                                       VGPU_SIM_STATE=self.env["VGPU_E2E_SIM_STATE"]),
+                              capture_output=True, text=True, timeout=30)
+        if proc.returncode != 0:
+            raise E2EError("vgpu-sim %s: %s" % (" ".join(args), proc.stderr.strip()))
+        return proc.stdout
+
+
+# ---------------------------------------------------------------- pods
+
+PROBE = r"""
+echo "== env"; env | grep -E '^(NVIDIA|CUDA|ALIYUN|VGPU)' | sort
+echo "== preload"; cat /etc/ld.so.preload 2>&1
+echo "== slot"; ls /usr/local/vgpu 2>&1
+echo "== burn"; vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1
+echo "== status"; vgpu status --json 2>&1 | tail -n 1
+echo "== done"
+"""
+
+
+def pod_spec(name, limits, script=PROBE, env=None, scheduler="vgpu-scheduler", node_name=None,
+             annotations=None):
+    container = {
+        "name": "main", "image": IMAGE, "imagePullPolicy": "Never",
+        "command": ["sh", "-c", script + "\nexec sleep 3600"],
+        "resources": {"limits": limits},
+    }
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    spec = {"containers": [container], "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1}
+    if os.environ.get("VGPU_E2E_HOST_NETWORK") == "1":
+        spec["hostNetwork"] = True
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if node_name:
+        spec["nodeName"] = node_name
+    meta = {"name": name, "namespace": NS, "annotations": annotations or {}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def run_pod(ctx, name, limits, **kw):
+    """Creates the pod, waits until it runs and has printed the probe; the log."""
+    kube.apply(pod_spec(name, limits, **kw))
+    ctx.created.append(name)
+    kube.wait_running(name, NS)
+    return kube.wait_log(name, NS, "== done")
+
+
+def delete_pods(ctx, names=None):
+    for name in list(names if names is not None else ctx.created):
+        kube.delete("pod", name, NS)
+        if name in ctx.created:
+            ctx.created.remove(name)
+
+
+def section(log, title):
+    """The lines of one `== title` section of the probe's output."""
+    m = re.search(r"^== %s\n(.*?)(?=^== )" % re.escape(title), log, re.S | re.M)
+    return m.group(1).strip() if m else ""
+
+
+def probe_env(log):
+    return dict(line.split("=", 1) for line in section(log, "env").splitlines() if "=" in line)
+
+
+def probe_json(log, title):
+    text = section(log, title)
+    try:
+        return json.loads(text.splitlines()[-1])
+    except (ValueError, IndexError):
+        raise E2EError("%s printed no JSON:\n%s" % (title, log))
+
+
+def assignment(name):
+    pod = kube.get("pod", name, NS)
+    raw = pod["metadata"].get("annotations", {}).get("vgpu.io/assigned")
+    if raw is None:
+        raise E2EError("no vgpu.io/assigned:\n" + kube.pod_summary(name, NS))
+    return json.loads(raw)
+
+
+def assigned_gpus(name):
+    return [g for c in assignment(name)["containers"] for g in c["gpus"]]
+
+
+def check(cond, what, state=""):
+    if not cond:
+        raise E2EError(what + ("\n" + state if state else ""))
+
+
+def check_inside(name, log, memory, cores=None, limited=True):
+    """The container's own view: its GPU, the preload, its limits."""
+    state = kube.pod_summary(name, NS) + "\nlog:\n" + log
+    env = probe_env(log)
+    gpus = assigned_gpus(name)
+    check(env.get("NVIDIA_VISIBLE_DEVICES") == ",".join(g["uuid"] for g in gpus),
+          "NVIDIA_VISIBLE_DEVICES is not the assigned GPU", state)
+    burn = probe_json(log, "burn")
+    check(burn.get("device_total") is not None, "vgpu-burn saw no device", state)
+    if not limited:
+        check(burn["device_total"] == GPU_MEMORY, "an unlimited container sees less than the GPU",
+              state)
+        return
+    check(env.get("CUDA_DEVICE_MEMORY_SHARED_CACHE") == "/usr/local/vgpu/region.cache",
+          "no region file in the env", state)
+    check(section(log, "preload") == "/usr/local/vgpu/libvgpu.so", "ld.so.preload is wrong", state)
+    check("libvgpu.so" in section(log, "slot") and "region.cache" in section(log, "slot"),
+          "the slot mount lacks the library or the region", state)
+    check(burn["oom"] and burn["allocated_bytes"] <= memory,
+          "allocated %d bytes past the %d-byte limit" % (burn["allocated_bytes"], memory), state)
+    check(burn["allocated_bytes"] >= memory - 64 * MIB,
+          "allocated only %d bytes of %d" % (burn["allocated_bytes"], memory), state)
+    check(burn["device_total"] == memory, "cuDeviceTotalMem shows %d, not the limit %d" % (
+        burn["device_total"], memory), state)
+    if cores is not None:
+        status = probe_json(log, "status")
+        dev = status["devices"][0]
+        check(int(round(dev["sm_limit"])) == cores, "SM limit %s, not %d" % (dev["sm_limit"], cores),
+              state)
+
+
+def inspect_json(ctx):
+    out = subprocess.run([os.path.join(ctx.build, "bin", "kubectl-inspect-gpushare"), "-o",
+                          "json"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise E2EError("kubectl inspect gpushare: " + out.stderr)
+    return json.loads(out.stdout)
+
+
+def inspect_pod_memory(ctx, name):
+    """Memory inspect shows for the pod on this node, summed over GPUs."""
+    total = 0
+    for n in inspect_json(ctx)["nodes"]:
+        for g in n["gpus"]:
+            total += sum(p["memory"] for p in g["pods"] if p["pod"] == name)
+        total += sum(u["memory"] or 0 for u in n.get("unassigned", []) if u["pod"] == name)
+    return total
+
+
+def metric_lines(ctx, family, **labels):
+    out = []
+    for line in ctx.agents.metrics().splitlines():
+        if line.startswith(family + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
+            out.append(line)
+    return out
+
+
+def metric_value(line):
+    return float(line.rsplit(" ", 1)[1])
+
+
+# ---------------------------------------------------------------- cases
+
+CASES = []
+
+
+def case(name, xfail=None):
+    def register(fn):
+        CASES.append((name, fn, xfail))
+        return fn
+    return register
+
+
+@case("registration")
+def registration(ctx):
+    """The plugin registers every dialect's resource with the real kubelet
+    and publishes the GPU inventory on the Node."""
+    want = {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384, "volcano.sh/gpu-mem.128Mi": 128,
+            "nvidia.com/gpu.shared": 4}
+    wait_capacity(ctx, want)
+    inv = inventory(ctx)
+    check(len(inv["gpus"]) == 2, "inventory lists %d GPUs" % len(inv["gpus"]), json.dumps(inv))
+
+
+def wait_capacity(ctx, want, field="allocatable", timeout=90):
+    def probe():
+        got = {r: (kube.allocatable if field == "allocatable" else kube.capacity)(ctx.node, r)
+               for r in want}
+        return got == want
+    kube.wait_for("Node %s %s %s" % (ctx.node, field, want), probe, timeout,
+                  state=lambda: json.dumps(kube.node(ctx.node)["status"].get(field)))
+
+
+def inventory(ctx):
+    n = kube.node(ctx.node)
+    raw = n["metadata"].get("annotations", {}).get("vgpu.io/gpu-inventory")
+    check(raw is not None, "Node has no vgpu.io/gpu-inventory")
+    return json.loads(raw)
+
+
+def quantity_case(ctx, name, limits, memory, cores=None, limited=True):
+    log = run_pod(ctx, name, limits)
+    check_inside(name, log, memory, cores, limited)
+    shown = inspect_pod_memory(ctx, name)
+    check(shown == memory, "inspect shows %d bytes for %s, not %d" % (shown, name, memory),
+          json.dumps(inspect_json(ctx)))
+
+
+@case("quantities-vgpu")
+def quantities_vgpu(ctx):
+    """nvidia.com/gpumem 3000 reaches the extender as "3k", 4Gi (bytes: 4096
+    MiB) and 3e3 as written: each schedules, binds, limits the container and
+    shows in inspect."""
+    quantity_case(ctx, "q-3000", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3000",
+                                  "nvidia.com/gpucores": "30"}, 3000 * MIB, 30)
+    quantity_case(ctx, "q-4gi", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "4Gi"}, 4096 * MIB)
+    delete_pods(ctx)
+    quantity_case(ctx, "q-3e3", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3e3"}, 3000 * MIB)
+    delete_pods(ctx)
+
+
+@case("quantities-gpushare")
+def quantities_gpushare(ctx):
+    """aliyun.com/gpu-mem 4000 (MiB units) arrives as "4k"."""
+    quantity_case(ctx, "q-gpushare", {"aliyun.com/gpu-mem": "4000"}, 4000 * MIB)
+    delete_pods(ctx)
+
+
+@case("quantities-cce")
+def quantities_cce(ctx):
+    """CCE's 40 x 128 MiB and 25 percent of compute."""
+    quantity_case(ctx, "q-cce", {"volcano.sh/gpu-mem.128Mi": "40",
+                                 "volcano.sh/gpu-core.percentage": "25"}, 40 * 128 * MIB, 25)
+    delete_pods(ctx)
+
+
+@case("quantities-time-slicing")
+def quantities_time_slicing(ctx):
+    """A renamed time-slicing replica: one GPU, NVIDIA's behaviour (no limit)."""
+    quantity_case(ctx, "q-ts", {"nvidia.com/gpu.shared": "1"}, GPU_MEMORY // 2, limited=False)
+    delete_pods(ctx)
+
+
+def refusal_events(name):
+    msgs = [e.get("message", "") for e in kube.events(name, NS) if e.get("reason") ==
+            "FailedScheduling"]
+    pod = kube.get("pod", name, NS)
+    for c in pod["status"].get("conditions", []):
+        if c["type"] == "PodScheduled" and c.get("message"):
+            msgs.append(c["message"])
+    return msgs
+
+
+@case("refusal-reason")
+def refusal_reason(ctx):
+    """A pod the extender refuses stays Pending and `kubectl describe` shows
+    the extender's reason, not 'code 400', never a garbled percent sign."""
+    for name, limits, word in (
+            ("refuse-mem", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "100000"}, "gpumem"),
+            ("refuse-cores", {"nvidia.com/vgpu": "1", "nvidia.com/gpucores": "150"}, "gpucores"),
+            ("refuse-half", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500m"}, "gpumem")):
+        kube.apply(pod_spec(name, limits))
+        ctx.created.append(name)
+        msgs = kube.wait_for("a FailedScheduling reason for %s" % name,
+                             lambda: refusal_events(name), 60,
+                             state=lambda: kube.pod_summary(name, NS))
+        text = "\n".join(msgs)
+        state = kube.pod_summary(name, NS)
+        check(kube.pod_phase(name, NS) == "Pending", "a refused pod is not Pending", state)
+        check("code 4" not in text and "code 5" not in text, "only an HTTP code reached the user",
+              state)
+        check("%!" not in text, "a percent sign was garbled by Eventf", state)
+        check(word in text, "the reason does not name %s" % word, state)
+    delete_pods(ctx)
+
+
+@case("gpu0-and-gpu1")
+def gpu0_and_gpu1(ctx):
+    """Every dialect on GPU 0 and on GPU 1 (spread): each container sees only
+    its GPU, renumbered 0, with its limits, its env and mounts."""
+    dialects = [
+        ("vgpu", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000", "nvidia.com/gpucores": "20"},
+         2000 * MIB, 20, True),
+        ("share", {"aliyun.com/gpu-mem": "2048"}, 2048 * MIB, None, True),
+        ("cce", {"volcano.sh/gpu-mem.128Mi": "16", "volcano.sh/gpu-core.percentage": "10"},
+         16 * 128 * MIB, 10, True),
+        ("ts", {"nvidia.com/gpu.shared": "1"}, GPU_MEMORY // 2, None, False),
+    ]
+    for tag, limits, memory, cores, limited in dialects:
+        names = ["%s-a" % tag, "%s-b" % tag]
+        logs = {}
+        for n in names:
+            kube.apply(pod_spec(n, limits, annotations={"vgpu.io/gpu-scheduler-policy": "spread"}))
+            ctx.created.append(n)
+        for n in names:
+            kube.wait_running(n, NS)
+            logs[n] = kube.wait_log(n, NS, "== done")
+            check_inside(n, logs[n], memory, cores, limited)
+        indices = sorted(g["index"] for n in names for g in assigned_gpus(n))
+        check(indices == [0, 1], "%s pods were not spread over GPU 0 and GPU 1: %s" % (tag, indices))
+        delete_pods(ctx)
+
+
+@case("concurrent-admissions")
+def concurrent_admissions(ctx):
+    """Six pods created at once: the kubelet admits them one by one, each
+    container gets its own assignment, slot and limit."""
+    names = ["burst-%d" % i for i in range(6)]
+    for i, n in enumerate(names):
+        kube.apply(pod_spec(n, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": str(1000 + 100 * i)}))
+        ctx.created.append(n)
+    for i, n in enumerate(names):
+        kube.wait_running(n, NS, timeout=180)
+        log = kube.wait_log(n, NS, "== done")
+        check_inside(n, log, (1000 + 100 * i) * MIB)
+    slots = os.listdir(os.path.join(ctx.work, SLOTS))
+    check(len(slots) >= 6, "%d slot directories for 6 containers" % len(slots))
+    delete_pods(ctx)
+
+
+@case("tamper-env-limit", xfail="issue 13: a container can raise its own limit")
+def tamper_env_limit(ctx):
+    """CUDA_DEVICE_MEMORY_LIMIT=10g in a 3000 MiB pod must not give it more."""
+    log = run_pod(ctx, "tamper-env", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3000"},
+                  env={"CUDA_DEVICE_MEMORY_LIMIT": "10g"})
+    burn = probe_json(log, "burn")
+    delete_pods(ctx)
+    if burn["allocated_bytes"] > 3000 * MIB:
+        raise XFail("got %d MiB in a 3000 MiB pod" % (burn["allocated_bytes"] // MIB))
+
+
+@case("tamper-region-write", xfail="issue 13: the region file is writable by the container")
+def tamper_region_write(ctx):
+    """A container that rewrites its region file must not gain memory."""
+    script = ("vgpu set --memory 7g 2>&1 | tail -n 1\n" + PROBE)
+    log = run_pod(ctx, "tamper-region", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"},
+                  script=script)
+    burn = probe_json(log, "burn")
+    delete_pods(ctx)
+    if burn["allocated_bytes"] > 2000 * MIB:
+        raise XFail("got %d MiB in a 2000 MiB pod" % (burn["allocated_bytes"] // MIB))
+
+
+@case("tamper-visible-devices")
+def tamper_visible_devices(ctx):
+    """NVIDIA_VISIBLE_DEVICES=all in the pod spec wins in the runtime (as in
+    NVIDIA's toolkit), so both GPUs appear; libvgpu refuses the one the pod
+    was not given and limits the other."""
+    script = (PROBE + "echo '== other'; vgpu-burn --device 1 --alloc 1g --json 2>&1 | tail -n 3\n"
+              "echo '== own'; vgpu-burn --device 0 --alloc 16g --chunk 64m --json 2>&1 | tail -n 1\n"
+              "echo '== end'\n")
+    name = "tamper-visible"
+    kube.apply(pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"}, script=script,
+                        env={"NVIDIA_VISIBLE_DEVICES": "all"},
+                        annotations={"vgpu.io/gpu-scheduler-policy": "spread"}))
+    ctx.created.append(name)
+    kube.wait_running(name, NS)
+    log = kube.wait_log(name, NS, "== end")
+    state = kube.pod_summary(name, NS) + "\nlog:\n" + log
+    gpu = assigned_gpus(name)[0]
+    check(probe_env(log).get("NVIDIA_VISIBLE_DEVICES") == "all", "the pod spec's value did not win",
+          state)
+    # Both GPUs are visible; which ordinal is ours depends on the assignment.
+    own, other = ("own", "other") if gpu["index"] == 0 else ("other", "own")
+    refused = section(log, other)
+    check('"allocated_bytes":0' in refused or "failed" in refused or "CUDA_ERROR" in refused,
+          "the GPU outside the assignment was usable", state)
+    mine = json.loads(section(log, own).splitlines()[-1])
+    check(mine["oom"] and mine["allocated_bytes"] <= 2000 * MIB,
+          "the assigned GPU was not limited", state)
+    delete_pods(ctx)
+
+
+@case("bypass-extender")
+def bypass_extender(ctx):
+    """A pod bound with spec.nodeName (no extender) is refused at admission
+    with a reason saying what to do, takes no device, and the pods the
+    extender places afterwards run."""
+    name = "bypass"
+    kube.apply(pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"},
+                        scheduler=None, node_name=ctx.node))
+    ctx.created.append(name)
+    kube.wait_phase(name, NS, ("Failed",), timeout=60)
+    pod = kube.get("pod", name, NS)
+    state = kube.pod_summary(name, NS)
+    check("vgpu-scheduler" in (pod["status"].get("message") or ""),
+          "the admission failure does not tell the user to use vgpu-scheduler", state)
+    check(inspect_pod_memory(ctx, name) == 0, "inspect counts the refused pod", state)
+    names = ["after-bypass-%d" % i for i in range(2)]
+    for n in names:
+        kube.apply(pod_spec(n, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}))
+        ctx.created.append(n)
+    for n in names:
+        kube.wait_running(n, NS)
+    wait_capacity(ctx, {"nvidia.com/vgpu": 8})
+    delete_pods(ctx)
+
+
+@case("health-xid")
+def health_xid(ctx):
+    """An XID 79 on GPU 1: allocatable drops by GPU 1's IDs, the inventory
+    says why, nothing new lands on it; clearing it restores everything."""
+    ctx.sim("fault", "--device", "1", "--xid", "79")
+    try:
+        wait_capacity(ctx, {"nvidia.com/vgpu": 4})
+        gpu1 = [g for g in inventory(ctx)["gpus"] if g["index"] == 1][0]
+        check(gpu1.get("health") == "Unhealthy" and "79" in (gpu1.get("reason") or ""),
+              "the inventory does not say why GPU 1 is unhealthy", json.dumps(gpu1))
+        names = ["sick-%d" % i for i in range(2)]
+        for n in names:
+            kube.apply(pod_spec(n, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"},
+                                annotations={"vgpu.io/gpu-scheduler-policy": "spread"}))
+            ctx.created.append(n)
+        for n in names:
+            kube.wait_running(n, NS)
+            check(all(g["index"] == 0 for g in assigned_gpus(n)), "a pod was placed on the failed "
+                  "GPU", kube.pod_summary(n, NS))
+        delete_pods(ctx)
+    finally:
+        ctx.sim("fault", "--device", "1", "--clear")
+    wait_capacity(ctx, {"nvidia.com/vgpu": 8})
+    gpu1 = [g for g in inventory(ctx)["gpus"] if g["index"] == 1][0]
+    check(gpu1.get("health") == "Healthy", "GPU 1 did not recover", json.dumps(gpu1))
+
+
+@case("plugin-restart")
+def plugin_restart(ctx):
+    """The plugin stops and starts again: a running pod keeps running, the
+    resources come back, a new pod is admitted."""
+    run_pod(ctx, "survivor", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    ctx.agents.stop_plugin()
+    ctx.agents.start_plugin()
+    wait_capacity(ctx, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4})
+    check(kube.pod_phase("survivor", NS) == "Running", "the running pod did not survive",
+          kube.pod_summary("survivor", NS))
+    run_pod(ctx, "after-plugin-restart", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    delete_pods(ctx)
+
+
+@case("kubelet-restart")
+def kubelet_restart(ctx):
+    """The kubelet restarts (its device-plugin dir is wiped of our sockets'
+    registrations): the plugin registers again, capacity returns, a running
+    pod keeps its GPU, a new pod is admitted."""
+    run_pod(ctx, "kl-survivor", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    cluster = os.path.join(agents.ROOT, "scripts", "e2e", "cluster.sh")
+    subprocess.run(["bash", cluster, "restart-kubelet"], check=True, timeout=240)
+    wait_capacity(ctx, {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384}, timeout=120)
+    check(kube.pod_phase("kl-survivor", NS) == "Running", "the running pod did not survive",
+          kube.pod_summary("kl-survivor", NS))
+    run_pod(ctx, "after-kubelet-restart", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    delete_pods(ctx)
+
+
+@case("cleanup-after-delete")
+def cleanup_after_delete(ctx):
+    """Deleting a pod removes its slot directory, its metrics series and its
+    share in inspect and in the GPU's allocated memory."""
+    slots = os.path.join(ctx.work, SLOTS)
+    before = set(os.listdir(slots)) if os.path.isdir(slots) else set()
+    run_pod(ctx, "doomed", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1500"})
+    mine = set(os.listdir(slots)) - before
+    check(len(mine) == 1, "expected one new slot directory, got %s" % sorted(mine))
+    kube.wait_for("doomed's metrics series", lambda: metric_lines(
+        ctx, "vgpu_container_memory_limit_bytes", pod="doomed"), 30)
+    delete_pods(ctx, ["doomed"])
+    kube.wait_for("doomed's slot directory to go", lambda: not (mine & set(os.listdir(slots))),
+                  90, state=lambda: sorted(os.listdir(slots)))
+    kube.wait_for("doomed's metrics series to go", lambda: not metric_lines(
+        ctx, "vgpu_container_memory_limit_bytes", pod="doomed"), 60,
+        state=lambda: metric_lines(ctx, "vgpu_container_memory_limit_bytes"))
+    check(inspect_pod_memory(ctx, "doomed") == 0, "inspect still counts the deleted pod")
+    for line in metric_lines(ctx, "vgpu_gpu_memory_allocated_bytes"):
+        check(metric_value(line) == 0, "memory still allocated after every pod left: " + line)
+
+
+@case("metrics-coherent")
+def metrics_coherent(ctx):
+    """With pods on both GPUs, no GPU reports more memory allocated than it
+    has, and each GPU's allocated memory is the sum of its containers' limits."""
+    for i in range(3):
+        n = "m-%d" % i
+        kube.apply(pod_spec(n, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2500"},
+                            annotations={"vgpu.io/gpu-scheduler-policy": "spread"}))
+        ctx.created.append(n)
+    for i in range(3):
+        kube.wait_running("m-%d" % i, NS)
+    time.sleep(2)
+    for line in metric_lines(ctx, "vgpu_gpu_memory_allocated_bytes"):
+        uuid = re.search(r'uuid="([^"]+)"', line).group(1)
+        limits = sum(metric_value(x) for x in metric_lines(
+            ctx, "vgpu_container_memory_limit_bytes", uuid=uuid))
+        check(metric_value(line) <= GPU_MEMORY, "more allocated than the GPU has: " + line)
+        check(metric_value(line) == limits, "allocated %s != sum of limits %s" % (line, limits))
+    delete_pods(ctx)
+
+
+# ---------------------------------------------------------------- runner
+
+def run_case(ctx, name, fn, xfail):
+    start = time.monotonic()
+    try:
+        fn(ctx)
+        verdict, why = ("XPASS", xfail) if xfail else ("PASS", "")
+    except XFail as e:
+        verdict, why = "XFAIL", "%s (%s)" % (e, xfail)
+    except Exception as e:  # noqa: BLE001 -- any failure is this case's
+        verdict = "FAIL"
+        why = "%s\n%s" % (e, "".join(traceback.format_exception_only(type(e), e)).strip()
+                          if not isinstance(e, E2EError) else "")
+    finally:
+        try:
+            delete_pods(ctx)
+        except Exception as e:  # noqa: BLE001
+            print("  cleanup of %s failed: %s" % (name, e), flush=True)
+    print("%-6s %-26s %5.1fs %s" % (verdict, name, time.monotonic() - start,
+                                     fn.__doc__.strip().splitlines()[0]), flush=True)
+    if why:
+        print("       " + why.strip().replace("\n", "\n       "), flush=True)
+    return verdict
+
+
+def main(argv):
+    wanted = set(argv[1:])
+    unknown = wanted - {n for n, _, _ in CASES}
+    if unknown:
+        print("e2e.py: unknown case(s) %s; known: %s" % (", ".join(sorted(unknown)),
+              " ".join(n for n, _, _ in CASES)), file=sys.stderr)
+        return 2
+    ctx = Ctx()
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    counts = {}
+    try:
+        ctx.agents.start()
+        for name, fn, xfail in CASES:
+            if not wanted or name in wanted:
+                v = run_case(ctx, name, fn, xfail)
+                counts[v] = counts.get(v, 0) + 1
+    finally:
+        ctx.agents.stop()
+    passed = counts.get("PASS", 0) + counts.get("XFAIL", 0)
+    failed = counts.get("FAIL", 0) + counts.get("XPASS", 0)
+    print("%d passed, %d failed (%d expected failures)" % (passed, failed, counts.get("XFAIL", 0)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh -- `make e2e`: vgpu on a real single-node Kubernetes.
+#
+# Builds (or takes from the cache) Kubernetes 1.20.2 from Debian's source
+# package, builds the pause and workload images, starts etcd, kube-apiserver,
+# kube-controller-manager, containerd and the kubelet (scripts/e2e/cluster.sh)
+# with the simulated GPUs brought into containers by tests/e2e/sim-runtime (as
+# NVIDIA's container toolkit brings the driver), runs the cases of e2e.py,
+# then stops everything it started and removes its state. docs/e2e.md.
+#
+# Exit status: 0 all cases passed; 1 a case failed or the cluster did not
+# come up; 0 with a line starting "e2e: SKIP" when this machine cannot run a
+# cluster (the reason is printed).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${VGPU_E2E_BUILD:-$ROOT/build}
+export VGPU_E2E_STATE=${VGPU_E2E_STATE:-/tmp/vgpu-e2e}
+WORK=$VGPU_E2E_STATE/vgpu
+SIM_STATE_DIR=$VGPU_E2E_STATE/sim
+ENV_FILE=$VGPU_E2E_STATE.env
+
+skip() { echo "e2e: SKIP: $*"; exit 0; }
+
+preflight() {
+  [ "$(uname -s)" = Linux ] || skip "not Linux"
+  [ "$(id -u)" -eq 0 ] || skip "needs root (containerd and the kubelet run as root)"
+  command -v apt-get >/dev/null || skip "needs Debian's apt-get for the Kubernetes sources"
+  [ -d /sys/fs/cgroup ] || skip "no cgroup filesystem"
+  if [ -n "${VGPU_E2E_SKIP:-}" ]; then skip "VGPU_E2E_SKIP is set: $VGPU_E2E_SKIP"; fi
+}
+
+workload_files() {
+  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim"
+}
+
+# The runc wrapper containerd runs, with this build's paths filled in.
+write_runtime() {
+  local out=$VGPU_E2E_STATE.sim-runtime
+  sed -e "s|@RUNC@|$(command -v runc)|" -e "s|@SIM_LIB_DIR@|$BUILD/sim|" \
+      -e "s|@SIM_STATE_FILE@|$SIM_STATE_DIR/state|" -e "s|@LOG@|$VGPU_E2E_STATE/logs/sim-runtime.log|" \
+      tests/e2e/sim-runtime.in >"$out"
+  chmod 0755 "$out"
+  echo "$out"
+}
+
+# Two simulated GPUs of 8 GiB, created before any container starts so that
+# every process (host agents, containers) shares one device state.
+create_sim_state() {
+  mkdir -p "$SIM_STATE_DIR"
+  chmod 0777 "$SIM_STATE_DIR"
+  LD_LIBRARY_PATH=$BUILD/sim VGPU_SIM_STATE=$SIM_STATE_DIR/state VGPU_SIM_DEVICES=2 \
+    VGPU_SIM_MEMORY=8g "$BUILD/bin/vgpu-sim" status >/dev/null
+  chmod 0666 "$SIM_STATE_DIR/state"
+}
+
+cleanup() {
+  local rc=$?
+  if [ -z "${VGPU_E2E_KEEP:-}" ]; then
+    bash scripts/e2e/cluster.sh down || true
+    rm -f "$ENV_FILE" "$VGPU_E2E_STATE.sim-runtime"
+  else
+    echo "e2e: VGPU_E2E_KEEP is set: the cluster stays up ($ENV_FILE); stop it with scripts/e2e/cluster.sh down"
+  fi
+  exit $rc
+}
+
+main() {
+  preflight
+  bash scripts/e2e/deps.sh
+  [ -x "$BUILD/bin/vgpu-device-plugin" ] || { echo "e2e: build vgpu first (make build): $BUILD" >&2; exit 1; }
+  bash scripts/e2e/build-k8s.sh
+  mkdir -p build/e2e/images
+  bash scripts/e2e/images.sh pause
+  # shellcheck disable=SC2046
+  bash scripts/e2e/images.sh workload build/e2e/images/workload.tar $(workload_files)
+  bash scripts/e2e/cluster.sh down >/dev/null 2>&1 || true
+  trap cleanup EXIT
+  mkdir -p "$VGPU_E2E_STATE/logs"
+  # Next to the state dir, not in it: cluster.sh up wipes the state dir.
+  VGPU_E2E_RUNTIME=$(write_runtime) bash scripts/e2e/cluster.sh up
+  bash scripts/e2e/images.sh import build/e2e/images/workload.tar
+  create_sim_state
+  mkdir -p "$WORK" "$VGPU_E2E_STATE/logs"
+  bash scripts/e2e/cluster.sh env >"$ENV_FILE"
+  # shellcheck disable=SC1090
+  . "$ENV_FILE"
+  VGPU_E2E_BUILD=$BUILD VGPU_E2E_WORK=$WORK VGPU_E2E_SIM_STATE=$SIM_STATE_DIR/state \
+    /usr/bin/python3 tests/e2e/e2e.py "$@"
+}
+
+main "$@"
