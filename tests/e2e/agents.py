@@ -131,6 +131,9 @@ class Agents:
             "http://127.0.0.1:%d/healthz" % METRICS_PORT), 30,
             state=lambda: self.tail("vgpu-device-plugin"))
 
+    def signal_plugin(self, sig):
+        self.procs["vgpu-device-plugin"].send_signal(sig)
+
     def stop_plugin(self, sig=signal.SIGTERM):
         self.stop_one("vgpu-device-plugin", sig)
 
