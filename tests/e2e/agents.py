@@ -152,6 +152,7 @@ class Agents:
                 self.sched_kc, "http://127.0.0.1:%d" % EXTENDER_PORT), f)
         cert_dir = os.path.join(self.work, "kube-scheduler-certs")
         os.makedirs(cert_dir, exist_ok=True)
+        self.previous_leader = self.scheduler_leads()
         self.spawn("kube-scheduler-vgpu", [
             os.path.join(self.env["VGPU_E2E_KUBE_BIN"], "kube-scheduler"), "--config", cfg_path,
             "--port=0", "--secure-port=%d" % SCHEDULER_PORT, "--bind-address=127.0.0.1",
@@ -160,8 +161,10 @@ class Agents:
                       state=lambda: self.tail("kube-scheduler-vgpu"))
 
     def scheduler_leads(self):
+        """The lease's holder, once it is not a scheduler an earlier run left."""
         lease = kube.get("lease", "vgpu-scheduler", "vgpu-system")
-        return lease is not None and lease["spec"].get("holderIdentity")
+        holder = lease["spec"].get("holderIdentity") if lease else None
+        return holder if holder != getattr(self, "previous_leader", None) else None
 
     def start(self):
         os.makedirs(self.state_dir, exist_ok=True)

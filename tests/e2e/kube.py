@@ -75,6 +75,17 @@ def pod_phase(name, namespace):
     return pod["status"].get("phase") if pod else None
 
 
+def pod_stopped(name, namespace):
+    """True when the pod is gone, or none of its containers runs any more."""
+    pod = get("pod", name, namespace)
+    if pod is None:
+        return True
+    statuses = pod["status"].get("containerStatuses", [])
+    ended = pod["status"].get("phase") in ("Failed", "Succeeded")
+    return ended or (pod["metadata"].get("deletionTimestamp") is not None and
+                     all("running" not in c.get("state", {}) for c in statuses))
+
+
 def pod_summary(name, namespace):
     """What a person debugging wants to see: phase, conditions, container
     states, node, annotations and the pod's events."""
