@@ -2,7 +2,7 @@
 # CMake does the building; this file only sequences it.
 #   make           build/ (release with debug info)
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
-#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU)
+#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e
 #   make demo      the main job on the simulated GPU
 #   make e2e       a real single-node Kubernetes 1.20 (built from Debian's sources) and vgpu on it (docs/e2e.md)
 #   make bench     hook overhead benchmark (bench/)
@@ -38,7 +38,7 @@ test-asan: asan
 test-gpu: build
 	@bash tests/gpu/run.sh
 
-test: test-release test-asan test-gpu
+test: test-release test-asan test-gpu e2e
 	@bash scripts/check-format.sh
 
 e2e: build
