@@ -23,7 +23,6 @@ Service address) and no registry for the vgpu image; docs/e2e.md says so.
 import os
 import signal
 import subprocess
-import time
 import urllib.request
 
 import yaml
@@ -207,7 +206,3 @@ def http_ok(url):
             return r.status == 200
     except OSError:
         return False
-
-
-def wait_seconds(n):
-    time.sleep(n)

@@ -42,7 +42,6 @@ class Ctx:
         self.node = self.env["VGPU_E2E_NODE"]
         self.build = self.env["VGPU_E2E_BUILD"]
         self.work = self.env["VGPU_E2E_WORK"]
-        self.ctr = self.env.get("VGPU_E2E_CTR", "ctr -n k8s.io")
         self.agents = agents.Agents(self.env, self.build, self.work)
         self.created = []
 
@@ -233,13 +232,12 @@ def registration(ctx):
     check(len(inv["gpus"]) == 2, "inventory lists %d GPUs" % len(inv["gpus"]), json.dumps(inv))
 
 
-def wait_capacity(ctx, want, field="allocatable", timeout=90):
+def wait_capacity(ctx, want, timeout=90):
+    """Waits until the Node's allocatable has exactly these counts."""
     def probe():
-        got = {r: (kube.allocatable if field == "allocatable" else kube.capacity)(ctx.node, r)
-               for r in want}
-        return got == want
-    kube.wait_for("Node %s %s %s" % (ctx.node, field, want), probe, timeout,
-                  state=lambda: json.dumps(kube.node(ctx.node)["status"].get(field)))
+        return {r: kube.allocatable(ctx.node, r) for r in want} == want
+    kube.wait_for("Node %s allocatable %s" % (ctx.node, want), probe, timeout,
+                  state=lambda: json.dumps(kube.node(ctx.node)["status"].get("allocatable")))
 
 
 def inventory(ctx):
@@ -476,18 +474,27 @@ def health_xid(ctx):
     check(gpu1.get("health") == "Healthy", "GPU 1 did not recover", json.dumps(gpu1))
 
 
+def survives_restart(ctx, tag, restart, want, timeout):
+    """A pod runs, RESTART() happens, allocatable returns to WANT, the pod is
+    still running and a new pod is admitted."""
+    survivor = "%s-survivor" % tag
+    run_pod(ctx, survivor, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    restart()
+    wait_capacity(ctx, want, timeout)
+    check(kube.pod_phase(survivor, NS) == "Running", "the running pod did not survive",
+          kube.pod_summary(survivor, NS))
+    run_pod(ctx, "after-%s-restart" % tag, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    delete_pods(ctx)
+
+
 @case("plugin-restart")
 def plugin_restart(ctx):
     """The plugin stops and starts again: a running pod keeps running, the
     resources come back, a new pod is admitted."""
-    run_pod(ctx, "survivor", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
-    ctx.agents.stop_plugin()
-    ctx.agents.start_plugin()
-    wait_capacity(ctx, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4})
-    check(kube.pod_phase("survivor", NS) == "Running", "the running pod did not survive",
-          kube.pod_summary("survivor", NS))
-    run_pod(ctx, "after-plugin-restart", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
-    delete_pods(ctx)
+    def restart():
+        ctx.agents.stop_plugin()
+        ctx.agents.start_plugin()
+    survives_restart(ctx, "plugin", restart, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4}, 90)
 
 
 @case("kubelet-restart")
@@ -495,14 +502,10 @@ def kubelet_restart(ctx):
     """The kubelet restarts (its device-plugin dir is wiped of our sockets'
     registrations): the plugin registers again, capacity returns, a running
     pod keeps its GPU, a new pod is admitted."""
-    run_pod(ctx, "kl-survivor", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
     cluster = os.path.join(agents.ROOT, "scripts", "e2e", "cluster.sh")
-    subprocess.run(["bash", cluster, "restart-kubelet"], check=True, timeout=240)
-    wait_capacity(ctx, {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384}, timeout=120)
-    check(kube.pod_phase("kl-survivor", NS) == "Running", "the running pod did not survive",
-          kube.pod_summary("kl-survivor", NS))
-    run_pod(ctx, "after-kubelet-restart", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
-    delete_pods(ctx)
+    survives_restart(ctx, "kubelet", lambda: subprocess.run(
+        ["bash", cluster, "restart-kubelet"], check=True, timeout=240),
+        {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384}, 120)
 
 
 @case("cleanup-after-delete")
@@ -559,10 +562,10 @@ def run_case(ctx, name, fn, xfail):
         verdict, why = ("XPASS", xfail) if xfail else ("PASS", "")
     except XFail as e:
         verdict, why = "XFAIL", "%s (%s)" % (e, xfail)
+    except E2EError as e:
+        verdict, why = "FAIL", str(e)
     except Exception as e:  # noqa: BLE001 -- any failure is this case's
-        verdict = "FAIL"
-        why = "%s\n%s" % (e, "".join(traceback.format_exception_only(type(e), e)).strip()
-                          if not isinstance(e, E2EError) else "")
+        verdict, why = "FAIL", "".join(traceback.format_exception(type(e), e, e.__traceback__))
     finally:
         try:
             delete_pods(ctx)

@@ -7,7 +7,6 @@ own e2e framework does.
 """
 import glob
 import json
-import os
 import subprocess
 import time
 
@@ -38,13 +37,6 @@ def get(kind, name, namespace=None):
 
 def apply(obj):
     return kubectl("apply", "-f", "-", stdin=json.dumps(obj))
-
-
-def create(obj):
-    """kubectl create; returns (ok, stderr) so a case can check a refusal."""
-    proc = subprocess.run(["kubectl", "create", "-f", "-"], input=json.dumps(obj),
-                          capture_output=True, text=True, timeout=60)
-    return proc.returncode == 0, proc.stderr.strip()
 
 
 def delete(kind, name, namespace=None, wait=True, grace=None):
@@ -165,30 +157,6 @@ def wait_log(name, namespace, marker, timeout=90):
                     pod_log(name, namespace))
 
 
-def container_id(name, namespace, container=None):
-    pod = get("pod", name, namespace)
-    for c in pod["status"].get("containerStatuses", []):
-        if container in (None, c["name"]):
-            return c.get("containerID", "").split("://", 1)[-1]
-    raise E2EError("no container id:\n" + pod_summary(name, namespace))
-
-
-def exec_in(name, namespace, command, container=None, ctr=None):
-    """Runs COMMAND (a list) in the container; (exit status, output). Uses
-    kubectl exec, and `ctr tasks exec` when the kubelet's server cannot be
-    reached from the API server."""
-    args = ["exec", name, "-n", namespace] + (["-c", container] if container else []) + ["--"]
-    proc = subprocess.run(["kubectl", *args, *command], capture_output=True, text=True,
-                          timeout=120)
-    if "error dialing backend" not in proc.stderr and "No agent available" not in proc.stderr:
-        return proc.returncode, proc.stdout + proc.stderr
-    cid = container_id(name, namespace, container)
-    exec_id = "e2e-%d" % int(time.time() * 1000)
-    proc = subprocess.run(ctr.split() + ["tasks", "exec", "--exec-id", exec_id, cid, *command],
-                          capture_output=True, text=True, timeout=120)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
 def node(name):
     return get("node", name)
 
@@ -197,25 +165,3 @@ def allocatable(node_name, resource):
     n = node(node_name)
     value = n["status"].get("allocatable", {}).get(resource)
     return int(value) if value is not None else None
-
-
-def capacity(node_name, resource):
-    n = node(node_name)
-    value = n["status"].get("capacity", {}).get(resource)
-    return int(value) if value is not None else None
-
-
-def env_file(path):
-    """Reads `export K=V` lines (cluster.sh env) into a dict."""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("export "):
-                k, _, v = line[7:].partition("=")
-                out[k] = v.strip("'\"")
-    return out
-
-
-def have_file(path):
-    return os.path.exists(path)
