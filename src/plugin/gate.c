@@ -11,6 +11,7 @@
 
 #include "assignment.h"
 #include "node_view.h"
+#include "pod_quantity.h"
 
 #define GATE_LIST_TIMEOUT_MS 3000
 #define SCHEDULER_NAME "vgpu-scheduler"
@@ -22,7 +23,8 @@ struct vg_gate {
 };
 
 /* Does the container ask for the resource (limits, else requests; a zero
- * quantity gets no Allocate from the kubelet)? */
+ * quantity gets no Allocate from the kubelet)? Read with the one quantity
+ * parser; a value it refuses counts as asking. */
 static bool asks_for(json_object *ctr, const char *resource) {
   json_object *res, *list, *q;
   if (!json_object_object_get_ex(ctr, "resources", &res)) return false;
@@ -31,8 +33,8 @@ static bool asks_for(json_object *ctr, const char *resource) {
       !(json_object_object_get_ex(res, "requests", &list) &&
         json_object_object_get_ex(list, resource, &q)))
     return false;
-  if (json_object_is_type(q, json_type_int)) return json_object_get_int64(q) != 0;
-  return !json_object_is_type(q, json_type_string) || strcmp(json_object_get_string(q), "0") != 0;
+  int64_t n;
+  return vg_pod_quantity(q, VG_QTY_COUNT, &n, NULL) != 0 || n != 0;
 }
 
 /* What one candidate container's pod says about its placement. */
