@@ -47,8 +47,7 @@ class Ctx:
 
     def sim(self, *args):
         proc = subprocess.run([os.path.join(self.build, "bin", "vgpu-sim"), *args],
-                              env=dict(self.env, LD_LIBRARY_PATH=os.path.join(self.build, "sim"),
-                                       VGPU_SIM_STATE=self.env["VGPU_E2E_SIM_STATE"]),
+                              env=dict(self.env, **self.agents.sim_env()),
                               capture_output=True, text=True, timeout=30)
         if proc.returncode != 0:
             raise E2EError("vgpu-sim %s: %s" % (" ".join(args), proc.stderr.strip()))

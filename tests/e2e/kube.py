@@ -151,9 +151,11 @@ def pod_log(name, namespace, container=None):
 
 def wait_log(name, namespace, marker, timeout=90):
     """Waits until the container has printed MARKER; returns the whole log."""
-    return wait_for("%r in the log of %s/%s" % (marker, namespace, name),
-                    lambda: (lambda t: t if marker in t else None)(pod_log(name, namespace)),
-                    timeout, state=lambda: pod_summary(name, namespace) + "\nlog:\n" +
+    def printed():
+        text = pod_log(name, namespace)
+        return text if marker in text else None
+    return wait_for("%r in the log of %s/%s" % (marker, namespace, name), printed, timeout,
+                    state=lambda: pod_summary(name, namespace) + "\nlog:\n" +
                     pod_log(name, namespace))
 
 
