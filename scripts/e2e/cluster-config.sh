@@ -5,6 +5,7 @@
 # - restrict_oom_score_adj: without CAP_SYS_RESOURCE a container may not get an oom_score_adj
 #   below containerd's own (the kubelet asks -997 for Guaranteed pods), so it is clamped;
 # - cgroupfs (no systemd here), overlayfs snapshots, the local pause image;
+# - docker.io and nvcr.io come from the local registry (start_registry);
 # - runc's BinaryName is $VGPU_E2E_RUNTIME when set (the tests' runc wrapper).
 write_containerd_config() {
   local binary=runc
@@ -46,6 +47,11 @@ oom_score = 0
         BinaryName = "$binary"
         Root = "$CONTAINERD_DIR/runc"
         SystemdCgroup = false
+
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
+    endpoint = ["http://127.0.0.1:$REGISTRY_PORT"]
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."nvcr.io"]
+    endpoint = ["http://127.0.0.1:$REGISTRY_PORT"]
 
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"

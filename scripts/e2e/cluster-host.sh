@@ -6,10 +6,14 @@
 
 # Directories outside the state dir the kubelet, containerd and the CNI plugins create at fixed
 # paths; those that did not exist before up are removed by down (emptied ones only for /run).
-HOST_DIRS=(/var/log/pods /var/log/containers /var/lib/cni /var/lib/kubelet /run/containerd /run/netns)
-# The kubelet 1.20 serves device plugins at this fixed path whatever its --root-dir; a bind mount
-# of $KUBELET_ROOT/device-plugins makes both names one directory.
-DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
+# /var/lib/vgpu and /usr/local/vgpu are made by vgpu's DaemonSet (its hostPaths); the e2e's
+# uninstall step removes them as docs/install.md says, and this is the backstop of a failed run.
+HOST_DIRS=(/var/log/pods /var/log/containers /var/lib/cni /var/lib/kubelet /run/containerd /run/netns
+  /var/lib/vgpu /usr/local/vgpu)
+# The kubelet 1.20 serves device plugins at /var/lib/kubelet/device-plugins whatever its
+# --root-dir, and the PodResources socket under --root-dir: both directories are bind mounts of
+# $KUBELET_ROOT's, so both names are one directory and deploy/'s hostPaths hold unchanged.
+KUBELET_DIRS=(device-plugins pod-resources)
 
 # Every v1 cgroup hierarchy (cpu, memory, pids, name=systemd...), not the unified one.
 cgroup_roots() {
@@ -55,11 +59,37 @@ host_setup() {
   # A shared mount, so mounts with propagation (kubelet volumes, mountPropagation) work.
   mount --bind "$E2E_STATE" "$E2E_STATE"
   mount --make-rshared "$E2E_STATE"
-  mkdir -p "$KUBELET_ROOT/device-plugins" "$DEVICE_PLUGIN_DIR"
-  mount --bind "$KUBELET_ROOT/device-plugins" "$DEVICE_PLUGIN_DIR"
-  echo "$DEVICE_PLUGIN_DIR" >>"$E2E_STATE/host-mounts"
+  for d in "${KUBELET_DIRS[@]}"; do
+    mkdir -p "$KUBELET_ROOT/$d" "/var/lib/kubelet/$d"
+    mount --bind "$KUBELET_ROOT/$d" "/var/lib/kubelet/$d"
+    echo "/var/lib/kubelet/$d" >>"$E2E_STATE/host-mounts"
+  done
   setup_bridge
   setup_cgroups
+  setup_service_nat
+}
+
+# What kube-proxy would do for the one Service our pods dial (this cluster runs no kube-proxy):
+# the `kubernetes` ClusterIP, port 443, leads to the API server, from pods (PREROUTING) and from
+# the node (OUTPUT). The API server reaches Services itself (webhooks) through their endpoints
+# (--enable-aggregator-routing), so no other rule is needed.
+NAT_RULE=(-d "$SERVICE_IP" -p tcp --dport 443 -m comment --comment vgpu-e2e -j DNAT
+  --to-destination "$NODE_IP:$APISERVER_PORT")
+setup_service_nat() {
+  local chain
+  for chain in PREROUTING OUTPUT; do
+    iptables -t nat -A "$chain" "${NAT_RULE[@]}" ||
+      e2e_die "cannot add the $SERVICE_IP:443 DNAT rule (iptables -t nat)"
+    echo "$chain" >>"$E2E_STATE/nat-chains"
+  done
+}
+
+remove_service_nat() {
+  local chain
+  [ -f "$E2E_STATE/nat-chains" ] || return 0
+  while read -r chain; do
+    iptables -t nat -D "$chain" "${NAT_RULE[@]}" 2>/dev/null || e2e_log "warning: no DNAT rule in $chain to remove"
+  done <"$E2E_STATE/nat-chains"
 }
 
 # While containerd still runs: remember the pods' network namespaces, kill and delete every task.
@@ -138,6 +168,7 @@ host_teardown() {
   [ -z "$(mounts_under "$E2E_STATE")" ] ||
     e2e_die "mounts left under $E2E_STATE, not removing it: $(mounts_under "$E2E_STATE" | tr '\n' ' ')"
   remove_cgroups
+  remove_service_nat
   if [ -f "$E2E_STATE/bridge" ] && ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link del "$BRIDGE" && e2e_log "removed bridge $BRIDGE"
   fi

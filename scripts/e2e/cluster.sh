@@ -31,6 +31,10 @@ KUBELET_PORT=11250
 KUBELET_HEALTHZ_PORT=11248
 CONTROLLER_MANAGER_PORT=11257
 SCHEDULER_PORT=11259
+REGISTRY_PORT=$E2E_REGISTRY_PORT
+# The `kubernetes` Service's ClusterIP (the first address of SERVICE_RANGE), which in-cluster
+# clients (our DaemonSet and Deployments) dial on port 443.
+SERVICE_IP=10.212.0.1
 SA_ISSUER=https://kubernetes.default.svc.cluster.local
 CGROUP_PARENT=vgpu-e2e
 TIMEOUT=${VGPU_E2E_TIMEOUT:-180}
@@ -73,8 +77,8 @@ start_etcd() {
 
 start_apiserver() {
   start_proc kube-apiserver "$E2E_KUBE_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" --insecure-port 0 \
-    --advertise-address "$NODE_IP" --service-cluster-ip-range "$SERVICE_RANGE" \
+    --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" --insecure-port 0 \
+    --enable-aggregator-routing=true --advertise-address "$NODE_IP" --service-cluster-ip-range "$SERVICE_RANGE" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" --authorization-mode Node,RBAC \
     --enable-admission-plugins NodeRestriction --allow-privileged=true \
@@ -111,6 +115,17 @@ start_scheduler() {
     --authorization-kubeconfig "$KCFG/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --port 0 --leader-elect=false --v 1
   wait_for kube-scheduler "kube-scheduler's /healthz" curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
+}
+
+# A local image registry (Debian's docker-registry) that containerd uses as the mirror of
+# docker.io and nvcr.io: the seeds' pod specs name public images (one with tag `latest`, which the
+# kubelet always pulls), and nothing public can be reached; their stand-ins are pushed here.
+start_registry() {
+  mkdir -p "$E2E_STATE/registry"
+  printf '%s\n' "version: 0.1" "storage:" "  filesystem:" "    rootdirectory: $E2E_STATE/registry" \
+    "http:" "  addr: 127.0.0.1:$REGISTRY_PORT" "log:" "  level: warn" >"$E2E_STATE/registry.yml"
+  start_proc docker-registry docker-registry serve "$E2E_STATE/registry.yml"
+  wait_for docker-registry "the registry at 127.0.0.1:$REGISTRY_PORT" curl -fsS "http://127.0.0.1:$REGISTRY_PORT/v2/"
 }
 
 start_containerd() {
@@ -168,6 +183,7 @@ cluster_up() {
   start_apiserver
   start_controller_manager
   start_scheduler
+  start_registry
   start_containerd
   start_kubelet
   wait_node_ready
@@ -187,6 +203,7 @@ cluster_down() {
   stop_proc kube-controller-manager
   containers_stop
   stop_proc containerd
+  stop_proc docker-registry
   stop_proc kube-apiserver
   stop_proc etcd
   host_teardown
@@ -215,7 +232,7 @@ cluster_env() {
   for v in "VGPU_E2E_STATE=$E2E_STATE" "VGPU_E2E_KUBE_BIN=$E2E_KUBE_BIN" \
     "KUBECONFIG=$ADMIN_KUBECONFIG" "VGPU_E2E_APISERVER=$APISERVER_URL" "VGPU_E2E_CA=$PKI/ca.crt" \
     "VGPU_E2E_NODE=$NODE" "VGPU_E2E_NODE_IP=$NODE_IP" "VGPU_E2E_KUBELET_ROOT=$KUBELET_ROOT" \
-    "VGPU_E2E_CONTAINERD_SOCK=$E2E_CONTAINERD_SOCK" \
+    "VGPU_E2E_CONTAINERD_SOCK=$E2E_CONTAINERD_SOCK" "VGPU_E2E_REGISTRY=127.0.0.1:$REGISTRY_PORT" \
     "VGPU_E2E_CTR=ctr --address $E2E_CONTAINERD_SOCK -n k8s.io"; do
     v=${v//\'/\'\\\'\'} # single quotes, each ' in the value written as '\''
     printf "export %s='%s'\n" "${v%%=*}" "${v#*=}"
@@ -224,7 +241,7 @@ cluster_env() {
 
 cluster_status() {
   local c pid bad=0
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler docker-registry containerd kubelet; do
     pid=$(proc_pid "$c")
     if [ -n "$pid" ]; then
       echo "$c: running (pid $pid)"

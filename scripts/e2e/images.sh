@@ -10,7 +10,17 @@
 #                                     /opt/vgpu/bin (FILE=/ABS/PATH puts it at that path instead)
 #                                     and the shared libraries ldd says they need, at their own
 #                                     paths; PATH starts with /opt/vgpu/bin
+#                                     Its default command prints what the container was given
+#                                     (env, preload, vgpu status) then sleeps: the seeds' images
+#                                     that have no command of their own run it
+#   images.sh kube-scheduler [OUT_TAR]  registry.k8s.io/kube-scheduler:<the cluster's version>: the
+#                                     cluster's own (static) kube-scheduler, for deploy/'s
+#                                     scheduler Deployment; default OUT_TAR
+#                                     build/e2e/images/kube-scheduler.tar
 #   images.sh import TAR...           imports into the cluster's containerd (cluster.sh up)
+#   images.sh push TAR REF...         copies the image in TAR to the cluster's local registry
+#                                     (cluster.sh up) as each REF, e.g. docker.io/library/x:latest
+#                                     (which containerd then pulls from there: its mirror)
 #
 # Images are made with Debian's umoci (init, new, unpack, repack, config); the archive's index
 # carries the full reference in io.containerd.image.name and org.opencontainers.image.ref.name,
@@ -90,7 +100,33 @@ build_workload() {
   done
   image_finish "$dir" "$E2E_WORKLOAD_IMAGE" "$out" \
     --config.env PATH=/opt/vgpu/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --config.cmd sh --config.workingdir /
+    --config.entrypoint sh --config.entrypoint -c --config.cmd "$WORKLOAD_DEFAULT" --config.workingdir /
+}
+
+WORKLOAD_DEFAULT='env | grep -E "^(NVIDIA|CUDA|VGPU)" | sort; cat /etc/ld.so.preload; vgpu status; exec sleep infinity'
+
+build_kube_scheduler() {
+  local out=${1:-$E2E_IMAGES/kube-scheduler.tar} dir=$E2E_IMAGES/kube-scheduler.d bin=$E2E_KUBE_BIN/kube-scheduler
+  [ -x "$bin" ] || e2e_die "$bin missing: run scripts/e2e/build-k8s.sh"
+  if [ -f "$out" ] && [ "$out" -nt "$bin" ] && [ "$out" -nt "$0" ]; then
+    return
+  fi
+  image_start "$dir"
+  install -D -m 755 "$bin" "$dir/bundle/rootfs/usr/local/bin/kube-scheduler"
+  image_finish "$dir" "$E2E_KUBE_SCHEDULER_IMAGE" "$out" --config.entrypoint /usr/local/bin/kube-scheduler \
+    --config.user 65532:65532
+}
+
+push_image() {
+  [ $# -ge 2 ] || e2e_usage
+  local tar=$1 ref
+  shift
+  for ref in "$@"; do
+    # docker.io/x and nvcr.io/x are mirrored from the local registry under the path x.
+    skopeo copy --quiet --dest-tls-verify=false "oci-archive:$tar" \
+      "docker://127.0.0.1:$E2E_REGISTRY_PORT/${ref#*/}" || e2e_die "skopeo copy $tar to the registry as $ref failed"
+    e2e_log "pushed $tar as $ref"
+  done
 }
 
 import_images() {
@@ -111,7 +147,9 @@ main() {
   case $cmd in
     pause) build_pause "$@" ;;
     workload) build_workload "$@" ;;
+    kube-scheduler) build_kube_scheduler "$@" ;;
     import) import_images "$@" ;;
+    push) push_image "$@" ;;
     *) e2e_usage ;;
   esac
 }

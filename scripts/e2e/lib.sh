@@ -17,6 +17,9 @@ E2E_KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet
 E2E_IMAGES=$E2E_REPO/build/e2e/images
 E2E_PAUSE_IMAGE=localhost/vgpu-e2e/pause:v$E2E_K8S_VERSION
 E2E_WORKLOAD_IMAGE=localhost/vgpu-e2e/workload:latest
+E2E_KUBE_SCHEDULER_IMAGE=registry.k8s.io/kube-scheduler:v$E2E_K8S_VERSION
+# The local registry cluster.sh runs (containerd's mirror of docker.io and nvcr.io).
+E2E_REGISTRY_PORT=15000
 
 e2e_log() { echo "e2e: $*" >&2; }
 e2e_die() {

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 
-import agents
+import install
 import kube
 from kube import E2EError
 
@@ -29,7 +29,6 @@ NS = "e2e"
 IMAGE = "localhost/vgpu-e2e/workload:latest"
 MIB = 1 << 20
 GPU_MEMORY = 8192 * MIB  # run.sh creates two simulated GPUs of 8 GiB
-SLOTS = "vgpu-state/slots"
 
 
 class XFail(Exception):
@@ -42,12 +41,13 @@ class Ctx:
         self.node = self.env["VGPU_E2E_NODE"]
         self.build = self.env["VGPU_E2E_BUILD"]
         self.work = self.env["VGPU_E2E_WORK"]
-        self.agents = agents.Agents(self.env, self.build, self.work)
+        self.agents = install.Installation(self.env, self.build, self.work)
         self.created = []
 
     def sim(self, *args):
         proc = subprocess.run([os.path.join(self.build, "bin", "vgpu-sim"), *args],
-                              env=dict(self.env, **self.agents.sim_env()),
+                              env=dict(self.env, LD_LIBRARY_PATH=os.path.join(self.build, "sim"),
+                                       VGPU_SIM_STATE=self.env["VGPU_E2E_SIM_STATE"]),
                               capture_output=True, text=True, timeout=30)
         if proc.returncode != 0:
             raise E2EError("vgpu-sim %s: %s" % (" ".join(args), proc.stderr.strip()))
@@ -130,16 +130,16 @@ def probe_json(log, title):
         raise E2EError("%s printed no JSON:\n%s" % (title, log))
 
 
-def assignment(name):
-    pod = kube.get("pod", name, NS)
+def assignment(name, ns=NS):
+    pod = kube.get("pod", name, ns)
     raw = pod["metadata"].get("annotations", {}).get("vgpu.io/assigned")
     if raw is None:
-        raise E2EError("no vgpu.io/assigned:\n" + kube.pod_summary(name, NS))
+        raise E2EError("no vgpu.io/assigned:\n" + kube.pod_summary(name, ns))
     return json.loads(raw)
 
 
-def assigned_gpus(name):
-    return [g for c in assignment(name)["containers"] for g in c["gpus"]]
+def assigned_gpus(name, ns=NS):
+    return [g for c in assignment(name, ns)["containers"] for g in c["gpus"]]
 
 
 def check(cond, what, state=""):
@@ -147,11 +147,11 @@ def check(cond, what, state=""):
         raise E2EError(what + ("\n" + state if state else ""))
 
 
-def check_inside(name, log, memory, cores=None, limited=True):
+def check_inside(name, log, memory, cores=None, limited=True, ns=NS):
     """The container's own view: its GPU, the preload, its limits."""
-    state = kube.pod_summary(name, NS) + "\nlog:\n" + log
+    state = kube.pod_summary(name, ns) + "\nlog:\n" + log
     env = probe_env(log)
-    gpus = assigned_gpus(name)
+    gpus = assigned_gpus(name, ns)
     check(env.get("NVIDIA_VISIBLE_DEVICES") == ",".join(g["uuid"] for g in gpus),
           "NVIDIA_VISIBLE_DEVICES is not the assigned GPU", state)
     burn = probe_json(log, "burn")
@@ -361,7 +361,7 @@ def concurrent_admissions(ctx):
         kube.wait_running(n, NS, timeout=180)
         log = kube.wait_log(n, NS, "== done")
         check_inside(n, log, (1000 + 100 * i) * MIB)
-    slots = os.listdir(os.path.join(ctx.work, SLOTS))
+    slots = os.listdir(install.SLOTS_DIR)
     check(len(slots) >= 6, "%d slot directories for 6 containers" % len(slots))
     delete_pods(ctx)
 
@@ -490,10 +490,7 @@ def survives_restart(ctx, tag, restart, want, timeout):
 def plugin_restart(ctx):
     """The plugin stops and starts again: a running pod keeps running, the
     resources come back, a new pod is admitted."""
-    def restart():
-        ctx.agents.stop_plugin()
-        ctx.agents.start_plugin()
-    survives_restart(ctx, "plugin", restart, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4}, 90)
+    survives_restart(ctx, "plugin", ctx.agents.restart_plugin, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4}, 90)
 
 
 @case("kubelet-restart")
@@ -501,7 +498,7 @@ def kubelet_restart(ctx):
     """The kubelet restarts (its device-plugin dir is wiped of our sockets'
     registrations): the plugin registers again, capacity returns, a running
     pod keeps its GPU, a new pod is admitted."""
-    cluster = os.path.join(agents.ROOT, "scripts", "e2e", "cluster.sh")
+    cluster = os.path.join(install.ROOT, "scripts", "e2e", "cluster.sh")
     survives_restart(ctx, "kubelet", lambda: subprocess.run(
         ["bash", cluster, "restart-kubelet"], check=True, timeout=240),
         {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384}, 120)
@@ -511,7 +508,7 @@ def kubelet_restart(ctx):
 def cleanup_after_delete(ctx):
     """Deleting a pod removes its slot directory, its metrics series and its
     share in inspect and in the GPU's allocated memory."""
-    slots = os.path.join(ctx.work, SLOTS)
+    slots = install.SLOTS_DIR
     start = time.time()
     run_pod(ctx, "doomed", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1500"})
     # Allocate stamps the slot it hands out (the same device IDs reuse a slot,
@@ -550,6 +547,92 @@ def metrics_coherent(ctx):
         check(metric_value(line) <= GPU_MEMORY, "more allocated than the GPU has: " + line)
         check(metric_value(line) == limits, "allocated %s != sum of limits %s" % (line, limits))
     delete_pods(ctx)
+
+
+# ---------------------------------------------------------------- the seeds
+
+SEEDS = os.path.join(install.ROOT, "tests", "e2e", "seeds")
+SEED_NS = "default"
+SEED_IMAGES = ("docker.io/chrstnhntschl/gpu_burn:latest", "docker.io/cheyang/gpu-player:v2",
+               "nvcr.io/nvidia/cuda:12.6.1-base-ubuntu22.04")
+
+
+def seed_objects(name):
+    with open(os.path.join(SEEDS, name)) as f:
+        text = f.read()
+    # Seed 004 says to replace its placeholder with your image; seed 003's is ours.
+    return text.replace("<your_image_address>", SEED_IMAGES[2])
+
+
+def deployment_pods(app):
+    out = kube.kubectl("-n", SEED_NS, "get", "pods", "-l", "app=" + app, "-o", "json")
+    return [p for p in json.loads(out)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def wait_seed_pods(app, replicas):
+    def running():
+        pods = deployment_pods(app)
+        ok = [p for p in pods if p["status"].get("phase") == "Running"]
+        return ok if len(ok) == replicas else None
+    return kube.wait_for("%d running pod(s) of Deployment %s" % (replicas, app), running, 150,
+                         state=lambda: "\n".join(kube.pod_summary(p["metadata"]["name"], SEED_NS)
+                                                 for p in deployment_pods(app)))
+
+
+def seed_case(ctx, dialect, file, app, replicas, memory, cores=None, limited=True):
+    """Under deploy/overlays/DIALECT, the seed's Deployment as written runs
+    REPLICAS pods, each routed to vgpu-scheduler by admission and placed by
+    the extender, each container limited as the seed asks."""
+    ctx.agents.apply(dialect)
+    kube.kubectl("apply", "-f", "-", stdin=seed_objects(file))
+    try:
+        for pod in wait_seed_pods(app, replicas):
+            name = pod["metadata"]["name"]
+            state = kube.pod_summary(name, SEED_NS)
+            check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
+                  "admission did not send the pod to vgpu-scheduler", state)
+            log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
+            check_inside(name, log, memory, cores, limited, ns=SEED_NS)
+    finally:
+        kube.kubectl("delete", "-f", "-", "--wait=true", stdin=seed_objects(file), timeout=180)
+        kube.wait_for("Deployment %s's pods to go" % app, lambda: not deployment_pods(app) and
+                      not json.loads(kube.kubectl("-n", SEED_NS, "get", "pods", "-l", "app=" + app,
+                                                  "-o", "json"))["items"], 150)
+
+
+@case("seed-000-vgpu")
+def seed_vgpu(ctx):
+    """Seeds 000/001: HAMi's Deployment, no schedulerName: 200 MiB, cores 0."""
+    seed_case(ctx, "vgpu", "000-vgpu.yaml", "gpu-burn-test", 1, 200 * MIB)
+
+
+@case("seed-002-gpushare")
+def seed_gpushare(ctx):
+    """Seed 002: Aliyun's binpack-1, 3803 MiB, no schedulerName."""
+    seed_case(ctx, "gpushare", "002-gpushare.yaml", "binpack-1", 1, 3803 * MIB)
+
+
+@case("seed-003-time-slicing")
+def seed_time_slicing(ctx):
+    """Seed 003: NVIDIA's 4 replicas of nvidia.com/gpu: 1 on NVIDIA's own
+    time-slicing file: every replica runs, none memory-limited (as NVIDIA)."""
+    seed_case(ctx, "time-slicing", "003-time-slicing.yaml", "gpu-test", 4, GPU_MEMORY,
+              limited=False)
+
+
+@case("seed-004-cce")
+def seed_cce(ctx):
+    """Seed 004: CCE's schedulerName volcano, 40 x 128 MiB and 25 percent."""
+    seed_case(ctx, "cce", "004-cce.yaml", "gpu-app", 1, 40 * 128 * MIB, 25)
+
+
+@case("uninstall")
+def uninstall(ctx):
+    """docs/install.md's uninstall: kubectl delete -k and the node's two
+    directories; no vgpu object, socket, label or host path is left."""
+    ctx.agents.stop()
+    left = ctx.agents.leftovers()
+    check(not left, "left after uninstall: %s" % ", ".join(left))
 
 
 # ---------------------------------------------------------------- runner

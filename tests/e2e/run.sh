@@ -2,11 +2,13 @@
 # tests/e2e/run.sh -- `make e2e`: vgpu on a real single-node Kubernetes.
 #
 # Builds (or takes from the cache) Kubernetes 1.20.2 from Debian's source
-# package, builds the pause and workload images, starts etcd, kube-apiserver,
-# kube-controller-manager, containerd and the kubelet (scripts/e2e/cluster.sh)
-# with the simulated GPUs brought into containers by tests/e2e/sim-runtime (as
-# NVIDIA's container toolkit brings the driver), runs the cases of e2e.py,
-# then stops everything it started and removes its state. docs/e2e.md.
+# package, builds the pause and workload images (vgpu's own images come from
+# `make images`), starts etcd, kube-apiserver, kube-controller-manager,
+# a registry, containerd and the kubelet (scripts/e2e/cluster.sh) with the
+# simulated GPUs brought into containers by tests/e2e/sim-runtime (as NVIDIA's
+# container toolkit brings the driver), pushes the seeds' stand-in images,
+# then e2e.py installs vgpu as docs/install.md says and runs its cases; at the
+# end everything it started is stopped and its state removed. docs/e2e.md.
 #
 # Exit status: 0 all cases passed; 1 a case failed or the cluster did not
 # come up; 0 with a line starting "e2e: SKIP" when this machine cannot run a
@@ -69,6 +71,7 @@ main() {
   preflight
   bash scripts/e2e/deps.sh
   [ -x "$BUILD/bin/vgpu-device-plugin" ] || { echo "e2e: build vgpu first (make build): $BUILD" >&2; exit 1; }
+  ls build/images/*.tar >/dev/null 2>&1 || { echo "e2e: build vgpu's images first (make images)" >&2; exit 1; }
   bash scripts/e2e/build-k8s.sh
   mkdir -p build/e2e/images
   bash scripts/e2e/images.sh pause
@@ -80,6 +83,9 @@ main() {
   # Next to the state dir, not in it: cluster.sh up wipes the state dir.
   VGPU_E2E_RUNTIME=$(write_runtime) bash scripts/e2e/cluster.sh up
   bash scripts/e2e/images.sh import build/e2e/images/workload.tar
+  # The images the seeds' pod specs name, served by the cluster's registry (containerd's mirror).
+  bash scripts/e2e/images.sh push build/e2e/images/workload.tar docker.io/chrstnhntschl/gpu_burn:latest \
+    docker.io/cheyang/gpu-player:v2 nvcr.io/nvidia/cuda:12.6.1-base-ubuntu22.04
   create_sim_state
   mkdir -p "$WORK" "$VGPU_E2E_STATE/logs"
   bash scripts/e2e/cluster.sh env >"$ENV_FILE"

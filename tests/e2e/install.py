@@ -1,0 +1,243 @@
+"""install.py -- vgpu installed on the real cluster as docs/install.md says.
+
+The steps are the install guide's, in its order, so the guide is followed
+here on every run:
+
+1. images: `make images` built build/images/*.tar; on this one-node cluster
+   they are imported into containerd (`ctr images import`), as an operator
+   without a registry would; the kube-scheduler image is the cluster's own
+   binary (images.sh kube-scheduler), tagged as deploy/ expects;
+2. label the GPU node vgpu.io/gpu=true;
+3. preflight: deploy/preflight.sh against the cluster (a pod of the node
+   image on the GPU node checks the runtime gives it NVML and GPUs, the
+   kubelet's sockets, the API);
+4. `kubectl apply -k` an overlay: deploy/overlays/<dialect> or, for the
+   cases, deploy/base with every dialect at once (config.yaml.in); on top of
+   it the two settings docs/install.md gives for a Kubernetes older than
+   1.25: kube-scheduler's tag = the cluster's version, and its configuration
+   as kubescheduler.config.k8s.io/v1beta1. One e2e-only setting: the plugin's
+   --slot-grace=15, so cleanup-after-delete does not wait a minute;
+5. wait: every DaemonSet and Deployment rolled out, every Job complete;
+6. (uninstall) `kubectl delete -k`, then the node's /usr/local/vgpu and
+   /var/lib/vgpu removed; uninstalled() says what is left.
+
+Nothing of vgpu runs on the host: the device plugin, the extender, the
+webhook and kube-scheduler run in pods from the images. The simulated GPUs
+reach the device plugin's container as the real driver would, through the
+runtime (tests/e2e/sim-runtime: NVIDIA_VISIBLE_DEVICES=all in its spec).
+"""
+import json
+import os
+import shutil
+import subprocess
+import urllib.request
+
+import yaml
+
+import kube
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = "vgpu-system"
+PLUGIN = "vgpu-device-plugin"
+PLUGIN_LABEL = "app.kubernetes.io/name=" + PLUGIN
+METRICS_PORT = 9400
+HOST_DIRS = ("/usr/local/vgpu", "/var/lib/vgpu")
+STATE_DIR = "/var/lib/vgpu"
+SLOTS_DIR = os.path.join(STATE_DIR, "slots")
+GPU_LABEL = "vgpu.io/gpu"
+
+
+def scheduler_config_v1beta1():
+    """deploy/base/scheduler-config.yaml as kubescheduler.config.k8s.io/v1beta1
+    (Kubernetes 1.19-1.21 read v1beta1 only; docs/install.md)."""
+    with open(os.path.join(ROOT, "deploy", "base", "scheduler-config.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    cfg["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1"
+    return cfg
+
+
+def e2e_plugin_config():
+    """config.yaml.in: every dialect on one node."""
+    with open(os.path.join(ROOT, "tests", "e2e", "config.yaml.in")) as f:
+        return f.read()
+
+
+def image_archives():
+    d = os.path.join(ROOT, "build", "images")
+    tars = sorted(os.path.join(d, t) for t in os.listdir(d) if t.endswith(".tar")) \
+        if os.path.isdir(d) else []
+    if not tars:
+        raise kube.E2EError("no image archives in %s: run make images" % d)
+    return tars
+
+
+class Installation:
+    """vgpu on the cluster; start() installs (steps 1-5), stop() uninstalls."""
+
+    def __init__(self, env, build, work):
+        self.env, self.build, self.work = env, build, work
+        self.overlay = os.path.join(work, "overlay")
+        self.node = env["VGPU_E2E_NODE"]
+        self.dialect = None
+
+    # ---- the steps
+
+    def run(self, argv, timeout=300):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise kube.E2EError("%s failed (%d):\n%s%s" % (" ".join(argv), proc.returncode,
+                                                         proc.stdout[-3000:], proc.stderr[-3000:]))
+        return proc.stdout
+
+    def preflight(self):
+        return self.run(["bash", os.path.join(ROOT, "deploy", "preflight.sh"), "--node", self.node],
+                        timeout=240)
+
+    def load_images(self):
+        images = os.path.join(ROOT, "scripts", "e2e", "images.sh")
+        self.run(["bash", images, "kube-scheduler"])
+        self.run(["bash", images, "import", os.path.join(ROOT, "build", "e2e", "images",
+                                                          "kube-scheduler.tar"), *image_archives()])
+
+    def label_node(self):
+        kube.kubectl("label", "node", self.node, GPU_LABEL + "=true", "--overwrite")
+
+    def write_overlay(self, dialect):
+        """An overlay of deploy/overlays/DIALECT (None: deploy/base with
+        config.yaml.in) with the settings of an old Kubernetes."""
+        if os.path.isdir(self.overlay):
+            shutil.rmtree(self.overlay)
+        os.makedirs(self.overlay)
+        base = os.path.join(ROOT, "deploy", "overlays", dialect) if dialect else \
+            os.path.join(ROOT, "deploy", "base")
+        generators = [{"name": "vgpu-scheduler-config", "namespace": NS, "behavior": "replace",
+                       "files": ["scheduler-config.yaml"]}]
+        with open(os.path.join(self.overlay, "scheduler-config.yaml"), "w") as f:
+            yaml.safe_dump(scheduler_config_v1beta1(), f)
+        if dialect is None:
+            with open(os.path.join(self.overlay, "config.yaml"), "w") as f:
+                f.write(e2e_plugin_config())
+            generators.append({"name": "vgpu-device-plugin-config", "namespace": NS,
+                               "files": ["config.yaml"]})
+        kustomization = {
+            "resources": [os.path.relpath(base, self.overlay)],
+            "configMapGenerator": generators,
+            "images": [{"name": "registry.k8s.io/kube-scheduler",
+                        "newTag": "v" + self.kube_version()}],
+            "patches": [{"target": {"kind": "DaemonSet", "name": PLUGIN}, "patch": json.dumps([
+                {"op": "add", "path": "/spec/template/spec/containers/0/command/-",
+                 "value": "--slot-grace=15"}])}],
+        }
+        with open(os.path.join(self.overlay, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump(kustomization, f)
+
+    def kube_version(self):
+        v = json.loads(kube.kubectl("version", "-o", "json"))["serverVersion"]["gitVersion"]
+        return v.lstrip("v").split("-")[0].split("+")[0]
+
+    def rendered(self):
+        return [o for o in yaml.safe_load_all(kube.kubectl("kustomize", self.overlay)) if o]
+
+    def apply(self, dialect):
+        self.write_overlay(dialect)
+        kube.kubectl("apply", "-k", self.overlay, timeout=120)
+        self.dialect = dialect
+        self.wait_ready()
+
+    def wait_ready(self):
+        for o in self.rendered():
+            kind, name = o["kind"], o["metadata"]["name"]
+            ns = o["metadata"].get("namespace", NS)
+            if kind in ("DaemonSet", "Deployment"):
+                kube.kubectl("-n", ns, "rollout", "status", "%s/%s" % (kind.lower(), name),
+                             "--timeout=180s", timeout=200)
+            elif kind == "Job":
+                kube.kubectl("-n", ns, "wait", "--for=condition=complete", "job/" + name,
+                             "--timeout=120s", timeout=140)
+        kube.wait_for("the device plugin's /healthz", self.plugin_healthy, 60,
+                      state=lambda: self.tail(PLUGIN))
+
+    def start(self, dialect=None):
+        self.load_images()
+        self.label_node()
+        self.preflight()
+        self.apply(dialect)
+
+    # ---- uninstall
+
+    def stop(self):
+        """Uninstall: the objects, then the node's directories."""
+        if os.path.isdir(self.overlay):
+            kube.kubectl("delete", "-k", self.overlay, "--ignore-not-found", "--wait=true",
+                         timeout=240, check=False)
+        kube.wait_for("vgpu's pods to go", lambda: not self.pods(), 120,
+                      state=lambda: kube.kubectl("-n", NS, "get", "pods", check=False))
+        kube.kubectl("label", "node", self.node, GPU_LABEL + "-", check=False)
+        for d in HOST_DIRS:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def leftovers(self):
+        """What an uninstall left behind: objects of vgpu, host paths, sockets."""
+        left = []
+        for kind in ("clusterrole", "clusterrolebinding", "mutatingwebhookconfiguration"):
+            out = kube.kubectl("get", kind, "-o", "name", check=False)
+            left += [n for n in out.split() if "vgpu" in n]
+        if kube.get("namespace", NS):
+            left.append("namespace/" + NS)
+        left += [d for d in HOST_DIRS if os.path.exists(d)]
+        sockets = "/var/lib/kubelet/device-plugins"
+        left += [os.path.join(sockets, s) for s in os.listdir(sockets) if s.startswith("vgpu")]
+        labels = (kube.node(self.node)["metadata"].get("labels") or {})
+        left += ["node label " + GPU_LABEL] if GPU_LABEL in labels else []
+        return left
+
+    # ---- what the cases use
+
+    def pods(self, selector=None):
+        args = ["-n", NS, "get", "pods", "-o", "json"] + (["-l", selector] if selector else [])
+        return json.loads(kube.kubectl(*args, check=False) or '{"items": []}')["items"]
+
+    def plugin_pod(self):
+        pods = [p for p in self.pods(PLUGIN_LABEL)
+                if not p["metadata"].get("deletionTimestamp") and p["status"].get("podIP")]
+        return pods[0] if pods else None
+
+    def plugin_healthy(self):
+        pod = self.plugin_pod()
+        return pod is not None and http_ok("http://%s:%d/healthz" % (pod["status"]["podIP"],
+                                                                    METRICS_PORT))
+
+    def signal_plugin(self, sig):
+        """The signal to the plugin (PID 1 of its container)."""
+        pod = self.plugin_pod()
+        kube.kubectl("-n", NS, "exec", pod["metadata"]["name"], "-c", "device-plugin", "--",
+                     "/bin/sh", "-c", "kill -%d 1" % int(sig))
+
+    def restart_plugin(self):
+        """The DaemonSet's pod deleted; the controller makes the next one."""
+        old = self.plugin_pod()["metadata"]["name"]
+        kube.kubectl("-n", NS, "delete", "pod", old, "--wait=true", timeout=120)
+        kube.kubectl("-n", NS, "rollout", "status", "daemonset/" + PLUGIN, "--timeout=120s",
+                     timeout=140)
+        kube.wait_for("the new device plugin's /healthz", self.plugin_healthy, 60,
+                      state=lambda: self.tail(PLUGIN))
+
+    def tail(self, app, lines=30):
+        return kube.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=" + app,
+                            "--all-containers", "--tail=%d" % lines, check=False)
+
+    def metrics(self):
+        pod = self.plugin_pod()
+        if pod is None:
+            raise kube.E2EError("no running device plugin pod")
+        url = "http://%s:%d/metrics" % (pod["status"]["podIP"], METRICS_PORT)
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read().decode()
+
+
+def http_ok(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
