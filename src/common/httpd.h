@@ -3,8 +3,12 @@
  * and vgpu-scheduler's extender verbs, both on libmicrohttpd.
  *
  * Parsing an "ADDR:PORT" listen address, starting a daemon with one thread
- * per connection on it and reading back the port the kernel chose (port 0),
- * and queueing a reply that takes ownership of its body. Built as its own
+ * per connection on it (plain HTTP, or HTTPS through libmicrohttpd's GnuTLS
+ * when given a PEM certificate and key: vgpu-webhook) and reading back the
+ * port the kernel chose (port 0), and queueing a reply that takes ownership
+ * of its body. A daemon can be restarted on the socket of one that
+ * MHD_quiesce_daemon stopped accepting, so that a server swaps its
+ * certificate without closing its port. Built as its own
  * library (vg_httpd): the rest of src/common also goes into libvgpu.so,
  * which must depend on libc alone.
  */
@@ -28,10 +32,17 @@ struct vg_httpd_options {
   void *handler_cls;
   MHD_RequestCompletedCallback completed; /* may be NULL */
   unsigned timeout_s;                     /* idle connections are closed after this */
+  /* PEM certificate (chain) and private key, both or neither: HTTPS with
+   * them, plain HTTP without. Copied by libmicrohttpd's GnuTLS at start. */
+  const char *tls_cert, *tls_key;
+  /* > 0: serve on this listening socket (from MHD_quiesce_daemon) instead of
+   * binding sa; 0 never is one, so zeroed options keep binding. */
+  int listen_fd;
 };
 
 /* Listens on sa, one thread per connection; *port is the bound port. NULL
- * with err naming what when it cannot listen. */
+ * with err naming what when it cannot listen (or, with TLS, when GnuTLS
+ * refuses the certificate or key). */
 struct MHD_Daemon *vg_httpd_start(const struct sockaddr_in *sa, const struct vg_httpd_options *o,
                                   int *port, struct vg_err *err);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "base64.h"
 #include "k8s_internal.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -113,52 +114,6 @@ int vg_k8s_config_in_cluster(struct vg_k8s_config *cfg, const char *sa_dir, stru
 
 /* ---- kubeconfig ---- */
 
-static int b64val(int ch) {
-  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-  if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-  if (ch == '+' || ch == '-') return 62;
-  if (ch == '/' || ch == '_') return 63;
-  return -1;
-}
-
-/* Decodes base64 (whitespace ignored). Returns NULL on invalid input. */
-static char *b64decode(const char *in, size_t *out_len) {
-  size_t n = strlen(in);
-  char *out = malloc(n / 4 * 3 + 4);
-  if (out == NULL) return NULL;
-  size_t o = 0;
-  unsigned acc = 0;
-  int bits = 0;
-  bool pad = false;
-  for (size_t i = 0; i < n; i++) {
-    int ch = (unsigned char)in[i];
-    if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t') continue;
-    if (ch == '=') {
-      pad = true;
-      continue;
-    }
-    int v = b64val(ch);
-    if (v < 0 || pad) {
-      free(out);
-      return NULL;
-    }
-    acc = (acc << 6) | (unsigned)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (char)((acc >> bits) & 0xff);
-    }
-  }
-  if (o == 0) {
-    free(out);
-    return NULL;
-  }
-  out[o] = '\0';
-  *out_len = o;
-  return out;
-}
-
 static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key) {
   if (map == NULL || map->type != YAML_MAPPING_NODE) return NULL;
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
@@ -204,7 +159,7 @@ static char *resolve_path(const char *kubeconfig, const char *p) {
 
 static int load_b64(const char *path, const char *field, const char *value, char **out, size_t *len,
                     struct vg_err *err) {
-  *out = b64decode(value, len);
+  *out = vg_base64_decode(value, len);
   if (*out == NULL) return vg_err_set(err, "%s: %s is not valid base64", path, field);
   return 0;
 }

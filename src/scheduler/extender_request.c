@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "extender_int.h"
+#include "json_get.h"
 #include "pod_quantity.h"
 
 #define R_VGPU "nvidia.com/vgpu"
@@ -43,17 +44,9 @@
 #define R_CCE_CORES "volcano.sh/gpu-core.percentage"
 #define MAX_AMOUNT 1000000LL /* bigger than any GPU's IDs; keeps arithmetic in range */
 
-json_object *ext_get(json_object *o, const char *key) {
-  json_object *v = NULL;
-  if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v))
-    return v;
-  return NULL;
-}
+json_object *ext_get(json_object *o, const char *key) { return vg_json_get(o, key); }
 
-const char *ext_get_str(json_object *o, const char *key) {
-  json_object *v = ext_get(o, key);
-  return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
+const char *ext_get_str(json_object *o, const char *key) { return vg_json_get_str(o, key); }
 
 /* A resource's value as a whole number (pod_quantity.h): nvidia.com/gpumem
  * in MiB, the rest as counts. Capped so that no later product overflows. */

@@ -5,11 +5,13 @@ names, namespaces, images, RBAC verbs (least privilege, no wildcards, bindings
 to our service accounts), the DaemonSet's host paths, library install step,
 NODE_NAME and probes, the scheduler's KubeSchedulerConfiguration (extender
 URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
-resources managed and ignored by kube-scheduler), and that each overlay's
+resources managed and ignored by kube-scheduler), the admission webhook
+(Deployment locked down, Service, certs Job, MutatingWebhookConfiguration
+policies and namespaceSelector), and that each overlay's
 device plugin configuration is exactly the example of its dialect.
 
-With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin and
-vgpu-scheduler must be one that the built program's --help documents.
+With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin,
+vgpu-scheduler and vgpu-webhook (and its certs Job) must be one that the built program's --help documents.
 
 Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
 """
@@ -113,6 +115,10 @@ def check_rbac(objs):
             "Role", "extension-apiserver-authentication-reader", "vgpu-scheduler"),
         ("RoleBinding", "vgpu-scheduler-leader-election"): (
             "Role", "vgpu-scheduler-leader-election", "vgpu-scheduler"),
+        ("RoleBinding", "vgpu-webhook-certs"): ("Role", "vgpu-webhook-certs",
+                                                "vgpu-webhook-certs"),
+        ("ClusterRoleBinding", "vgpu-webhook-certs"): ("ClusterRole", "vgpu-webhook-certs",
+                                                       "vgpu-webhook-certs"),
     }
     for key, (rkind, rname, sa) in want.items():
         b = objs.get(key)
@@ -126,10 +132,16 @@ def check_rbac(objs):
     auth = objs[("RoleBinding", "vgpu-scheduler-authentication-reader")]
     check(auth["metadata"]["namespace"] == "kube-system",
           "the authentication reader binding lives in kube-system")
+    wh = rules_of(objs[("Role", "vgpu-webhook-certs")])
+    check(wh == {"secrets": {"create"}, "secrets@vgpu-webhook-tls": {"get", "update"}},
+          "certs Job Role: create secrets, get/update vgpu-webhook-tls only: %s" % wh)
+    whc = rules_of(objs[("ClusterRole", "vgpu-webhook-certs")])
+    check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"}},
+          "certs Job ClusterRole: get/patch the one webhook configuration: %s" % whc)
     for kind in ("ClusterRole", "Role"):
         ours = [n for (k, n) in objs if k == kind]
         check(set(ours) <= {"vgpu-device-plugin", "vgpu-scheduler-extender",
-                            "vgpu-scheduler-leader-election"},
+                            "vgpu-scheduler-leader-election", "vgpu-webhook-certs"},
               "no other %s objects: %s" % (kind, ours))
 
 
@@ -260,18 +272,76 @@ def check_scheduler(objs, config):
     check(mine and mine <= set(managed), "overlay resources %s are managed" % sorted(mine))
 
 
+def check_locked_down(ctr, what):
+    sc = ctr.get("securityContext", {})
+    check(sc.get("runAsNonRoot") is True and sc.get("runAsUser") == 65532 and
+          sc.get("readOnlyRootFilesystem") is True and
+          sc.get("allowPrivilegeEscalation") is False and sc["capabilities"]["drop"] == ["ALL"],
+          "%s: non-root 65532, read-only root, all capabilities dropped" % what)
+
+
+def check_webhook(objs):
+    dep = objs[("Deployment", "vgpu-webhook")]["spec"]["template"]["spec"]
+    (ctr,) = dep["containers"]
+    check(ctr["image"] == IMAGE and ctr["command"][0] == "vgpu-webhook", "webhook image, command")
+    check(dep.get("automountServiceAccountToken") is False, "the webhook mounts no API token")
+    check_locked_down(ctr, "webhook")
+    listen = [a for a in ctr["command"] if a.startswith("--listen=")]
+    port = int(listen[0].rsplit(":", 1)[1]) if listen else -1
+    for p in ("livenessProbe", "readinessProbe"):
+        g = ctr[p]["httpGet"]
+        check((g["path"], g["port"], g["scheme"]) == ("/healthz", port, "HTTPS"),
+              "webhook %s: HTTPS /healthz on the --listen port" % p)
+    secret = [v["secret"]["secretName"] for v in dep["volumes"] if "secret" in v]
+    check(secret == ["vgpu-webhook-tls"], "webhook mounts Secret vgpu-webhook-tls")
+    tls_dir = mounts(ctr).get("tls")
+    check("--tls-cert=%s/tls.crt" % tls_dir in ctr["command"] and
+          "--tls-key=%s/tls.key" % tls_dir in ctr["command"], "--tls-cert/--tls-key in the mount")
+    svc = objs[("Service", "vgpu-webhook")]["spec"]
+    check(svc["ports"] == [{"name": "https", "port": 443, "targetPort": port}] and
+          svc["selector"] == {"app.kubernetes.io/name": "vgpu-webhook"}, "Service 443 -> %d" % port)
+    job = objs[("Job", "vgpu-webhook-certs")]["spec"]["template"]["spec"]
+    (jc,) = job["containers"]
+    check(job["serviceAccountName"] == "vgpu-webhook-certs", "certs Job service account")
+    check_locked_down(jc, "certs Job")
+    check(jc["command"][:2] == ["vgpu-webhook", "certs"] and
+          "--secret=vgpu-webhook-tls" in jc["command"] and
+          "--webhook-config=vgpu-webhook" in jc["command"] and
+          "--service=vgpu-webhook" in jc["command"] and "--namespace=" + NS in jc["command"],
+          "certs Job names the Secret, the Service and the configuration")
+    mwc = objs[("MutatingWebhookConfiguration", "vgpu-webhook")]
+    (w,) = mwc["webhooks"]
+    check((w["failurePolicy"], w["reinvocationPolicy"], w["sideEffects"],
+           w["admissionReviewVersions"]) == ("Fail", "IfNeeded", "None", ["v1"]),
+          "webhook policies")
+    check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
+                                           "path": "/mutate", "port": 443}, "clientConfig")
+    check(w["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                          "resources": ["pods"], "scope": "Namespaced"}], "rules: pods CREATE")
+    ex = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
+    check(ex["kubernetes.io/metadata.name"]["values"] == [NS, "kube-system"] and
+          ex["vgpu.io/admission"]["values"] == ["ignore"] and
+          objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
+          "the webhook leaves vgpu-system and kube-system alone")
+
+
 def check_flags(objs, bindir):
     """Every --flag the manifests pass to our programs is one the built program documents
     in its --help (getopt_long, so --flag=value is accepted as written)."""
     ds = objs[("DaemonSet", "vgpu-device-plugin")]["spec"]["template"]["spec"]
     dep = objs[("Deployment", "vgpu-scheduler")]["spec"]["template"]["spec"]
-    for ctr in ds["containers"] + [c for c in dep["containers"] if c["name"] == "extender"]:
+    wh = objs[("Deployment", "vgpu-webhook")]["spec"]["template"]["spec"]["containers"]
+    job = objs[("Job", "vgpu-webhook-certs")]["spec"]["template"]["spec"]["containers"]
+    for ctr in ds["containers"] + [c for c in dep["containers"] if c["name"] == "extender"] + \
+            wh + job:
         prog = ctr["command"][0]
-        p = subprocess.run([os.path.join(bindir, prog), "--help"], capture_output=True,
+        args = ctr["command"][1:]
+        sub = args[:1] if args[:1] == ["certs"] else []  # vgpu-webhook certs
+        p = subprocess.run([os.path.join(bindir, prog)] + sub + ["--help"], capture_output=True,
                            text=True, timeout=30)
         usage = p.stdout + p.stderr
         synopsis = usage.split("\n  --")[0]  # the usage lines, before the option list
-        for arg in ctr["command"][1:]:
+        for arg in args[len(sub):]:
             flag = arg.split("=", 1)[0]
             check(re.search(r"[\s\[]" + re.escape(flag) + r"[\s\]]", synopsis) is not None,
                   "%s accepts %s (its usage: %s)" % (prog, flag, synopsis))
@@ -281,9 +351,11 @@ def check_overlay(cmd, overlay, config_file, bindir):
     objs = index(render(cmd, overlay))
     kinds = sorted({k for k, _ in objs})
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment",
-                    "Namespace", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"],
+                    "Job", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Role",
+                    "RoleBinding", "Service", "ServiceAccount"],
           "%s: kinds %s" % (overlay, kinds))
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding",
+                      "MutatingWebhookConfiguration"}
     for (kind, name), o in objs.items():
         ns = o["metadata"].get("namespace")
         if kind in cluster_scoped:
@@ -293,6 +365,7 @@ def check_overlay(cmd, overlay, config_file, bindir):
     check_rbac(objs)
     config = check_daemonset(objs, overlay, config_file)
     check_scheduler(objs, config)
+    check_webhook(objs)
     if bindir:
         check_flags(objs, bindir)
     np = objs[("NetworkPolicy", "vgpu-scheduler-no-ingress")]["spec"]

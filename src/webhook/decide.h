@@ -1,0 +1,51 @@
+/*
+ * decide.h -- what the webhook does with one Pod being created.
+ *
+ * Pure (json-c in, a small struct out): the whole policy of docs/admission.md
+ * in one place, tested case by case in tests/webhook.
+ *
+ *   vgpu.io/scheduler: skip      -> allow unchanged (the user's opt-out)
+ *   an initContainer asks        -> refuse: GPUs are placed and accounted for
+ *                                   app containers only (the extender refuses
+ *                                   such a pod at filter time; this says so at
+ *                                   creation instead of leaving it Pending)
+ *   a privileged container asks  -> refuse: it sees every GPU of the node
+ *   a container asks             -> route to vgpu-scheduler, unless already
+ *   nothing asks                 -> allow unchanged
+ *
+ * "Asks" means a managed resource with a quantity above zero in the
+ * container's resources.limits or resources.requests.
+ */
+#ifndef VG_WH_DECIDE_H
+#define VG_WH_DECIDE_H
+
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "resources.h"
+
+#define VG_WH_SCHEDULER "vgpu-scheduler"
+#define VG_WH_OPT_OUT_ANNOTATION "vgpu.io/scheduler"
+#define VG_WH_OPT_OUT_VALUE "skip"
+#define VG_WH_ORIGINAL_ANNOTATION "vgpu.io/original-scheduler-name"
+/* What the API server defaults an absent spec.schedulerName to. */
+#define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
+
+enum vg_wh_verdict { VG_WH_ALLOW, VG_WH_ROUTE, VG_WH_REFUSE };
+
+struct vg_wh_decision {
+  enum vg_wh_verdict verdict;
+  /* REFUSE: the message the user sees (names the container and resource);
+   * ALLOW/ROUTE: why, for the debug log. */
+  char why[VG_ERR_MAX];
+  /* ROUTE only: */
+  char original[256];       /* spec.schedulerName before (default-scheduler if absent) */
+  bool record_original;     /* VG_WH_ORIGINAL_ANNOTATION is not on the pod yet */
+  bool annotations_present; /* metadata.annotations exists (add a key, not the map) */
+};
+
+void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * main.c -- vgpu-webhook: the mutating admission webhook that sends pods
+ * asking for vgpu's GPU resources to vgpu-scheduler (docs/admission.md).
+ *
+ *   vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]
+ *                [--resources LIST]
+ *   vgpu-webhook certs ...   (certs_main.c)
+ *
+ * Prints "PORT <n>" on stdout once listening (port 0 picks a free one),
+ * checks the certificate files every few seconds and reloads them when they
+ * change, serves until SIGINT/SIGTERM.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "main.h"
+#include "server.h"
+
+#define RELOAD_CHECK_S 10
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
+          "                    [--resources LIST]\n"
+          "       vgpu-webhook certs --help\n"
+          "  --tls-cert FILE     serving certificate (PEM, chain allowed); reloaded within %d s\n"
+          "                      of a change, as when Kubernetes updates a mounted Secret\n"
+          "  --tls-key FILE      its private key (PEM)\n"
+          "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
+          "                      printed as PORT n)\n"
+          "  --resources LIST    comma list of the extended resources that send a pod to\n"
+          "                      vgpu-scheduler (default: every dialect's,\n"
+          "                      %s)\n"
+          "  --help, --version\n"
+          "Serves POST /mutate (AdmissionReview v1), GET /healthz, GET /metrics. A pod opts out\n"
+          "with the annotation vgpu.io/scheduler: skip. See docs/admission.md.\n",
+          RELOAD_CHECK_S, vg_wh_default_resources);
+}
+
+struct serve_flags {
+  const char *listen, *cert, *key, *resources;
+};
+
+/* 0 to serve, 1 done (help/version), 2 usage error. */
+static int parse(int argc, char **argv, struct serve_flags *f) {
+  static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
+                                       {"tls-cert", required_argument, NULL, 'c'},
+                                       {"tls-key", required_argument, NULL, 'k'},
+                                       {"resources", required_argument, NULL, 'r'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
+                                       {NULL, 0, NULL, 0}};
+  for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    if (c == 'l')
+      f->listen = optarg;
+    else if (c == 'c')
+      f->cert = optarg;
+    else if (c == 'k')
+      f->key = optarg;
+    else if (c == 'r')
+      f->resources = optarg;
+    else if (c == 'h')
+      return usage(stdout), 1;
+    else if (c == 'V')
+      return printf("vgpu-webhook %s\n", VGPU_VERSION), 1;
+    else
+      return usage(stderr), 2;
+  }
+  if (optind != argc || f->cert == NULL || f->key == NULL) {
+    fprintf(stderr,
+            "vgpu-webhook: --tls-cert and --tls-key are required (the API server "
+            "calls webhooks over HTTPS only)\n");
+    return usage(stderr), 2;
+  }
+  return 0;
+}
+
+/* Until SIGINT/SIGTERM, checking the certificate files between waits. */
+static void serve(struct vg_wh_server *s, const sigset_t *set) {
+  struct timespec wait = {RELOAD_CHECK_S, 0};
+  for (;;) {
+    int sig = sigtimedwait(set, NULL, &wait);
+    if (sig == SIGINT || sig == SIGTERM) return;
+    struct vg_err err = {{0}};
+    int rc = vg_wh_server_reload(s, &err);
+    if (rc > 0) vg_info("vgpu-webhook: certificate files changed; reloaded");
+    if (rc < 0) vg_warn("vgpu-webhook: certificate files changed but not reloaded: %s", err.msg);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "certs") == 0) return vg_wh_certs_main(argc - 1, argv + 1);
+  vg_log_set_default(VG_LOG_INFO);
+  struct serve_flags f = {.listen = "0.0.0.0:8443", .resources = vg_wh_default_resources};
+  int rc = parse(argc, argv, &f);
+  if (rc != 0) return rc == 1 ? 0 : 2;
+  struct vg_err err = {{0}};
+  struct vg_wh_resources res;
+  if (vg_wh_resources_parse(f.resources, &res, &err) != 0) {
+    fprintf(stderr, "vgpu-webhook: %s\n", err.msg);
+    return 2;
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL); /* before the server's threads start */
+  signal(SIGPIPE, SIG_IGN);
+  struct vg_wh_server_options o = {f.listen, f.cert, f.key, &res};
+  struct vg_wh_server *s = vg_wh_server_start(&o, &err);
+  if (s == NULL) {
+    fprintf(stderr, "vgpu-webhook: %s\n", err.msg);
+    return 1;
+  }
+  printf("PORT %d\n", vg_wh_server_port(s));
+  fflush(stdout);
+  vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VGPU_VERSION,
+          f.listen, vg_wh_server_port(s), res.n);
+  serve(s, &set);
+  vg_wh_server_stop(s);
+  return 0;
+}

@@ -1,0 +1,146 @@
+/* review.c -- see review.h. */
+#include "review.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "base64.h"
+#include "decide.h"
+#include "json_get.h"
+#include "log.h"
+#include "patch.h"
+
+static const char *const result_names[VG_WH_R_COUNT] = {"allowed", "mutated", "refused", "invalid"};
+
+const char *vg_wh_result_name(enum vg_wh_result r) {
+  return r < VG_WH_R_COUNT ? result_names[r] : "?";
+}
+
+static void plain(struct vg_wh_reply *out, unsigned status, const char *msg) {
+  out->status = status;
+  out->content_type = "text/plain; charset=utf-8";
+  out->result = VG_WH_R_INVALID;
+  size_t n = strlen(msg);
+  out->body = malloc(n + 2);
+  if (out->body != NULL) {
+    memcpy(out->body, msg, n);
+    memcpy(out->body + n, "\n", 2);
+  }
+}
+
+/* The whole body as one JSON value, or NULL (trailing bytes count as bad). */
+static json_object *parse(const char *body, size_t len, char *why, size_t why_len) {
+  json_tokener *tok = json_tokener_new();
+  if (tok == NULL) return NULL;
+  json_object *v = json_tokener_parse_ex(tok, body, (int)len);
+  enum json_tokener_error e = json_tokener_get_error(tok);
+  size_t end = json_tokener_get_parse_end(tok);
+  json_tokener_free(tok);
+  while (v != NULL && end < len && strchr(" \t\r\n", body[end]) != NULL && body[end] != '\0') end++;
+  if (v == NULL || end != len) {
+    snprintf(why, why_len, "request body is not JSON: %s",
+             v == NULL ? (e == json_tokener_continue ? "unexpected end of input"
+                                                     : json_tokener_error_desc(e))
+                       : "bytes after the JSON value");
+    json_object_put(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* Only a Pod CREATE (not a subresource) is ours to decide. */
+static bool pod_create(json_object *req) {
+  json_object *kind = vg_json_get(req, "kind");
+  const char *group = vg_json_get_str(kind, "group"), *k = vg_json_get_str(kind, "kind");
+  const char *op = vg_json_get_str(req, "operation"), *sub = vg_json_get_str(req, "subResource");
+  return k != NULL && strcmp(k, "Pod") == 0 && (group == NULL || *group == '\0') && op != NULL &&
+         strcmp(op, "CREATE") == 0 && (sub == NULL || *sub == '\0');
+}
+
+/* Fills resp (uid already in) from the decision; returns the result. */
+static enum vg_wh_result answer(json_object *resp, const struct vg_wh_decision *d) {
+  json_object_object_add(resp, "allowed", json_object_new_boolean(d->verdict != VG_WH_REFUSE));
+  if (d->verdict == VG_WH_REFUSE) {
+    json_object *st = json_object_new_object();
+    json_object_object_add(st, "code", json_object_new_int(403));
+    json_object_object_add(st, "reason", json_object_new_string("Forbidden"));
+    char msg[VG_ERR_MAX + 8];
+    snprintf(msg, sizeof(msg), "vgpu: %s", d->why);
+    json_object_object_add(st, "message", json_object_new_string(msg));
+    json_object_object_add(resp, "status", st);
+    return VG_WH_R_REFUSED;
+  }
+  if (d->verdict == VG_WH_ALLOW) return VG_WH_R_ALLOWED;
+  char *patch = vg_wh_patch(d);
+  char *b64 = patch != NULL ? vg_base64_encode(patch, strlen(patch)) : NULL;
+  free(patch);
+  if (b64 == NULL) return VG_WH_R_INVALID;
+  json_object_object_add(resp, "patchType", json_object_new_string("JSONPatch"));
+  json_object_object_add(resp, "patch", json_object_new_string(b64));
+  free(b64);
+  if (strcmp(d->original, VG_WH_DEFAULT_SCHEDULER) != 0) { /* someone chose another one */
+    char w[400];
+    snprintf(w, sizeof(w), "vgpu: spec.schedulerName %.100s replaced by %s (was kept in %s)",
+             d->original, VG_WH_SCHEDULER, VG_WH_ORIGINAL_ANNOTATION);
+    json_object *ws = json_object_new_array();
+    json_object_array_add(ws, json_object_new_string(w));
+    json_object_object_add(resp, "warnings", ws);
+  }
+  return VG_WH_R_MUTATED;
+}
+
+static void decide_review(const char *api_version, json_object *req,
+                          const struct vg_wh_resources *res, struct vg_wh_reply *out) {
+  json_object *resp = json_object_new_object();
+  json_object_object_add(resp, "uid", json_object_get(vg_json_get(req, "uid")));
+  struct vg_wh_decision d = {.verdict = VG_WH_ALLOW};
+  if (pod_create(req)) vg_wh_decide(vg_json_get(req, "object"), res, &d);
+  out->result = answer(resp, &d);
+  if (out->result == VG_WH_R_INVALID) {
+    json_object_put(resp);
+    plain(out, 500, "out of memory");
+    return;
+  }
+  vg_debug("vgpu-webhook: %s %s/%s: %s", vg_wh_result_name(out->result),
+           vg_json_get_str(req, "namespace") ? vg_json_get_str(req, "namespace") : "",
+           vg_json_get_str(req, "name") ? vg_json_get_str(req, "name") : "", d.why);
+  json_object *top = json_object_new_object();
+  json_object_object_add(top, "apiVersion", json_object_new_string(api_version));
+  json_object_object_add(top, "kind", json_object_new_string("AdmissionReview"));
+  json_object_object_add(top, "response", resp);
+  const char *text =
+      json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  out->status = 200;
+  out->content_type = "application/json";
+  out->body = text != NULL ? strdup(text) : NULL;
+  json_object_put(top);
+}
+
+void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *res,
+                  struct vg_wh_reply *out) {
+  char why[256];
+  memset(out, 0, sizeof(*out));
+  if (len > VG_WH_MAX_BODY) {
+    snprintf(why, sizeof(why), "request body of %zu bytes is over the %u-byte limit", len,
+             VG_WH_MAX_BODY);
+    return plain(out, 413, why);
+  }
+  json_object *review = parse(body, len, why, sizeof(why));
+  if (review == NULL) return plain(out, 400, why);
+  const char *api = vg_json_get_str(review, "apiVersion"), *kind = vg_json_get_str(review, "kind");
+  json_object *req = vg_json_get(review, "request");
+  const char *uid = vg_json_get_str(req, "uid");
+  if (api == NULL ||
+      (strcmp(api, "admission.k8s.io/v1") != 0 && strcmp(api, "admission.k8s.io/v1beta1") != 0))
+    plain(out, 400, "not an AdmissionReview: apiVersion is not admission.k8s.io/v1");
+  else if (kind == NULL || strcmp(kind, "AdmissionReview") != 0)
+    plain(out, 400, "not an AdmissionReview: kind is not AdmissionReview");
+  else if (uid == NULL || *uid == '\0')
+    plain(out, 400, "AdmissionReview without request.uid: nothing to answer to");
+  else
+    decide_review(api, req, res, out);
+  json_object_put(review);
+}

@@ -1,0 +1,139 @@
+/* server.c -- see server.h. */
+#include "server.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpd.h"
+#include "tls_files.h"
+
+struct vg_wh_server {
+  struct vg_wh_server_options o;
+  struct sockaddr_in sa;
+  struct MHD_Daemon *d;
+  struct vg_wh_tls tls;
+  struct vg_wh_metrics m;
+  int port;
+};
+
+struct req_body {
+  char *data;
+  size_t len;
+  bool too_big;
+};
+
+/* Collects the body (up to VG_WH_MAX_BODY; beyond, only its size counts so
+ * that the review can say 413), then answers. */
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls) {
+  (void)version;
+  struct vg_wh_server *s = cls;
+  struct req_body *b = *con_cls;
+  if (b == NULL) {
+    if ((b = calloc(1, sizeof(*b))) == NULL) return MHD_NO;
+    *con_cls = b;
+    return MHD_YES;
+  }
+  if (*upload_size != 0) {
+    if (b->too_big || b->len + *upload_size > VG_WH_MAX_BODY) {
+      b->too_big = true;
+    } else {
+      char *n = realloc(b->data, b->len + *upload_size + 1);
+      if (n == NULL) return MHD_NO;
+      memcpy(n + b->len, upload, *upload_size);
+      b->data = n;
+      b->len += *upload_size;
+      b->data[b->len] = '\0';
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  struct vg_wh_reply r;
+  /* Over the limit: a length the review refuses, without the bytes. */
+  vg_wh_handle(s->o.resources, &s->m, method, url, b->data != NULL ? b->data : "",
+               b->too_big ? (size_t)VG_WH_MAX_BODY + 1 : b->len, &r);
+  if (r.body == NULL) return MHD_NO;
+  return vg_httpd_reply(conn, r.status, r.body, strlen(r.body), r.content_type);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode code) {
+  (void)cls, (void)conn, (void)code;
+  struct req_body *b = *con_cls;
+  if (b != NULL) free(b->data);
+  free(b);
+  *con_cls = NULL;
+}
+
+static struct MHD_Daemon *start(struct vg_wh_server *s, const struct vg_wh_tls *tls, int fd,
+                                struct vg_err *err) {
+  struct vg_httpd_options ho = {.handler = handler,
+                                .handler_cls = s,
+                                .completed = completed,
+                                .timeout_s = 30,
+                                .tls_cert = tls->cert,
+                                .tls_key = tls->key,
+                                .listen_fd = fd};
+  return vg_httpd_start(&s->sa, &ho, &s->port, err);
+}
+
+struct vg_wh_server *vg_wh_server_start(const struct vg_wh_server_options *o, struct vg_err *err) {
+  struct vg_wh_server *s = calloc(1, sizeof(*s));
+  if (s == NULL) {
+    vg_err_set(err, "out of memory");
+    return NULL;
+  }
+  s->o = *o;
+  if (!vg_httpd_parse_listen("--listen", o->listen, &s->sa, err) ||
+      vg_wh_tls_load(o->cert_file, o->key_file, &s->tls, err) != 0 ||
+      (s->d = start(s, &s->tls, 0, err)) == NULL) {
+    vg_wh_tls_free(&s->tls);
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+int vg_wh_server_port(const struct vg_wh_server *s) { return s->port; }
+
+const struct vg_wh_metrics *vg_wh_server_metrics(const struct vg_wh_server *s) { return &s->m; }
+
+int vg_wh_server_reload(struct vg_wh_server *s, struct vg_err *err) {
+  if (!vg_wh_tls_changed(&s->tls, s->o.cert_file, s->o.key_file)) return 0;
+  struct vg_wh_tls next;
+  if (vg_wh_tls_load(s->o.cert_file, s->o.key_file, &next, err) != 0) {
+    atomic_fetch_add(&s->m.tls_reload_failures, 1);
+    return -1;
+  }
+  MHD_socket fd = MHD_quiesce_daemon(s->d);
+  if (fd == MHD_INVALID_SOCKET) {
+    vg_wh_tls_free(&next);
+    atomic_fetch_add(&s->m.tls_reload_failures, 1);
+    return vg_err_set(err, "cannot hand the listening socket over (MHD_quiesce_daemon)");
+  }
+  struct MHD_Daemon *d = start(s, &next, fd, err);
+  if (d == NULL) { /* GnuTLS took the pair above; serve on with the old one */
+    d = start(s, &s->tls, fd, err);
+    vg_wh_tls_free(&next);
+    atomic_fetch_add(&s->m.tls_reload_failures, 1);
+    if (d == NULL) return vg_err_set(err, "cannot restart the server on its socket");
+    MHD_stop_daemon(s->d);
+    s->d = d;
+    return -1;
+  }
+  MHD_stop_daemon(s->d); /* finishes the requests it holds; the socket is ours */
+  s->d = d;
+  vg_wh_tls_free(&s->tls);
+  s->tls = next;
+  atomic_fetch_add(&s->m.tls_reloads, 1);
+  return 1;
+}
+
+void vg_wh_server_stop(struct vg_wh_server *s) {
+  if (s == NULL) return;
+  MHD_stop_daemon(s->d);
+  vg_wh_tls_free(&s->tls);
+  free(s);
+}

@@ -1,0 +1,27 @@
+/*
+ * review_fixture.h -- AdmissionReviews for tests/webhook: a Pod CREATE built
+ * from a container list, and the JSONPatch of an answer applied back onto
+ * the pod (RFC 6902 "add" on objects, which is all vgpu-webhook writes), so
+ * that idempotence is tested by reviewing the patched pod again.
+ */
+#ifndef VG_WH_REVIEW_FIXTURE_H
+#define VG_WH_REVIEW_FIXTURE_H
+
+#include <json-c/json.h>
+
+/* {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":
+ *  {"uid":"u-1","kind":{"group":"","version":"v1","kind":"Pod"},
+ *   "operation":"CREATE","object":<pod>}} as text (malloc'd). */
+char *fx_review(const char *pod_json);
+
+/* The answer's response object (a new reference), asserting HTTP 200, the
+ * same uid and application/json. */
+json_object *fx_response(const char *review_text);
+
+/* The decoded JSONPatch of a response, NULL if it has none. */
+json_object *fx_patch(json_object *response);
+
+/* pod_json with patch applied, as text (malloc'd). */
+char *fx_apply(const char *pod_json, json_object *patch);
+
+#endif

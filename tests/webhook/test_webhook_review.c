@@ -1,0 +1,403 @@
+/* test_webhook_review.c -- vgpu-webhook's decision and its JSONPatch, through
+ * vg_wh_review (the whole AdmissionReview in and out) and vg_wh_handle (the
+ * endpoints), case by case as docs/admission.md states them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json_get.h"
+#include "patch.h"
+#include "review_fixture.h"
+#include "server.h"
+
+static const char *const all_resources[] = {
+    "nvidia.com/vgpu",       "nvidia.com/gpumem",        "nvidia.com/gpumem-percentage",
+    "nvidia.com/gpucores",   "aliyun.com/gpu-mem",       "nvidia.com/gpu",
+    "nvidia.com/gpu.shared", "volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"};
+
+/* A pod with one app container "main" whose resources.<list> has res: qty. */
+static char *pod1(const char *list, const char *res, const char *qty, const char *extra_spec,
+                  const char *metadata) {
+  char *out = NULL;
+  assert_true(asprintf(&out,
+                       "{\"metadata\":%s,\"spec\":{%s\"containers\":[{\"name\":\"main\","
+                       "\"image\":\"x\",\"resources\":{\"%s\":{\"cpu\":\"1\",\"%s\":\"%s\"}}}]}}",
+                       metadata, extra_spec, list, res, qty) > 0);
+  return out;
+}
+
+/* The response for pod (freed here). */
+static json_object *review_pod(char *pod) {
+  char *review = fx_review(pod);
+  json_object *resp = fx_response(review);
+  free(review);
+  free(pod);
+  return resp;
+}
+
+static bool allowed(json_object *resp) {
+  json_object *a = vg_json_get(resp, "allowed");
+  assert_non_null(a);
+  return json_object_get_boolean(a);
+}
+
+/* The patch's ops as "path=value" lines, for exact comparison. */
+static void assert_patch(json_object *resp, const char *want) {
+  json_object *p = fx_patch(resp);
+  assert_non_null(p);
+  char got[1024] = "";
+  for (size_t i = 0; i < json_object_array_length(p); i++) {
+    json_object *op = json_object_array_get_idx(p, i);
+    assert_string_equal(vg_json_get_str(op, "op"), "add");
+    size_t n = strlen(got);
+    snprintf(
+        got + n, sizeof(got) - n, "%s=%s\n", vg_json_get_str(op, "path"),
+        json_object_to_json_string_ext(vg_json_get(op, "value"),
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  }
+  assert_string_equal(got, want);
+  json_object_put(p);
+}
+
+static void assert_unchanged(json_object *resp) {
+  assert_true(allowed(resp));
+  assert_null(vg_json_get(resp, "patch"));
+  assert_null(vg_json_get(resp, "patchType"));
+  json_object_put(resp);
+}
+
+static void assert_refused(json_object *resp, const char *part1, const char *part2) {
+  assert_false(allowed(resp));
+  assert_null(vg_json_get(resp, "patch"));
+  json_object *st = vg_json_get(resp, "status");
+  assert_int_equal(json_object_get_int(vg_json_get(st, "code")), 403);
+  const char *msg = vg_json_get_str(st, "message");
+  assert_non_null(msg);
+  if (strstr(msg, part1) == NULL || strstr(msg, part2) == NULL)
+    fail_msg("message \"%s\" lacks \"%s\" or \"%s\"", msg, part1, part2);
+  json_object_put(resp);
+}
+
+static const char routed_fresh[] =
+    "/spec/schedulerName=\"vgpu-scheduler\"\n"
+    "/metadata/annotations={\"vgpu.io/original-scheduler-name\":\"default-scheduler\"}\n";
+
+/* Every dialect's resource routes, from limits; a pod without annotations
+ * gets the map. */
+static void test_each_resource_routes(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof(all_resources) / sizeof(all_resources[0]); i++) {
+    json_object *r = review_pod(pod1("limits", all_resources[i], "1", "", "{\"name\":\"p\"}"));
+    assert_true(allowed(r));
+    assert_patch(r, routed_fresh);
+    assert_null(vg_json_get(r, "warnings")); /* default-scheduler: nothing to warn about */
+    json_object_put(r);
+  }
+}
+
+static void test_requests_route_too(void **state) {
+  (void)state;
+  json_object *r = review_pod(pod1("requests", "nvidia.com/gpumem", "4Gi", "", "{}"));
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+}
+
+static void test_zero_does_not_count(void **state) {
+  (void)state;
+  assert_unchanged(review_pod(pod1("limits", "nvidia.com/gpu", "0", "", "{}")));
+  assert_unchanged(review_pod(pod1("requests", "aliyun.com/gpu-mem", "0k", "", "{}")));
+  /* a zero and a real request: the real one routes */
+  char *pod = strdup(
+      "{\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/gpu\":\"0\"}}},{\"name\":\"b\",\"resources\":{\"requests\":"
+      "{\"nvidia.com/gpucores\":30}}}]}}");
+  json_object *r = review_pod(pod);
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+}
+
+static void test_unmanaged_resources_ignored(void **state) {
+  (void)state;
+  assert_unchanged(review_pod(pod1("limits", "example.com/fpga", "1", "", "{}")));
+  assert_unchanged(review_pod(pod1("limits", "memory", "1Gi", "", "{}")));
+  assert_unchanged(review_pod(strdup("{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}")));
+}
+
+/* Another scheduler is replaced, recorded under an escaped key in the
+ * existing map, and said in a warning. */
+static void test_other_scheduler_replaced(void **state) {
+  (void)state;
+  json_object *r =
+      review_pod(pod1("limits", "volcano.sh/gpu-mem.128Mi", "8", "\"schedulerName\":\"volcano\",",
+                      "{\"annotations\":{\"team\":\"a\"}}"));
+  assert_patch(r,
+               "/spec/schedulerName=\"vgpu-scheduler\"\n"
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"volcano\"\n");
+  json_object *w = vg_json_get(r, "warnings");
+  assert_non_null(w);
+  assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(w, 0)), "volcano"));
+  json_object_put(r);
+  r = review_pod(pod1("limits", "nvidia.com/vgpu", "1", "\"schedulerName\":\"default-scheduler\",",
+                      "{\"annotations\":{}}"));
+  assert_patch(r,
+               "/spec/schedulerName=\"vgpu-scheduler\"\n"
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n");
+  json_object_put(r);
+}
+
+/* Reviewing the pod our own patch produced yields no patch (reinvocation). */
+static void test_idempotent(void **state) {
+  (void)state;
+  const char *specs[] = {"", "\"schedulerName\":\"volcano\",",
+                         "\"schedulerName\":\"default-scheduler\","};
+  const char *metas[] = {"{}", "{\"annotations\":{\"x\":\"y\"}}", "{\"labels\":{}}"};
+  for (int i = 0; i < 3; i++) {
+    char *pod = pod1("limits", "nvidia.com/gpu.shared", "2", specs[i], metas[i]);
+    char *review = fx_review(pod);
+    json_object *r = fx_response(review);
+    free(review);
+    json_object *patch = fx_patch(r);
+    assert_non_null(patch);
+    char *mutated = fx_apply(pod, patch);
+    json_object_put(patch);
+    json_object_put(r);
+    assert_non_null(strstr(mutated, "\"schedulerName\":\"vgpu-scheduler\""));
+    assert_non_null(strstr(mutated, "\"vgpu.io/original-scheduler-name\":\""));
+    assert_unchanged(review_pod(mutated));
+    free(pod);
+  }
+}
+
+/* A pod that already names vgpu-scheduler is left alone; one whose
+ * scheduler was reset after routing gets it back without a second record. */
+static void test_already_routed(void **state) {
+  (void)state;
+  assert_unchanged(review_pod(
+      pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"vgpu-scheduler\",", "{}")));
+  json_object *r =
+      review_pod(pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"default-scheduler\",",
+                      "{\"annotations\":{\"vgpu.io/original-scheduler-name\":\"volcano\"}}"));
+  assert_patch(r, "/spec/schedulerName=\"vgpu-scheduler\"\n");
+  json_object_put(r);
+}
+
+static void test_opt_out(void **state) {
+  (void)state;
+  assert_unchanged(review_pod(pod1("limits", "nvidia.com/gpu", "1", "",
+                                   "{\"annotations\":{\"vgpu.io/scheduler\":\"skip\"}}")));
+  /* only "skip" opts out */
+  json_object *r = review_pod(pod1("limits", "nvidia.com/gpu", "1", "",
+                                   "{\"annotations\":{\"vgpu.io/scheduler\":\"yes\"}}"));
+  assert_true(allowed(r));
+  assert_non_null(vg_json_get(r, "patch"));
+  json_object_put(r);
+}
+
+static void test_privileged_refused(void **state) {
+  (void)state;
+  assert_refused(
+      review_pod(strdup("{\"spec\":{\"containers\":[{\"name\":\"side\",\"securityContext\":"
+                        "{\"privileged\":true}},{\"name\":\"trainer\",\"securityContext\":"
+                        "{\"privileged\":true},\"resources\":{\"limits\":"
+                        "{\"nvidia.com/vgpu\":\"1\"}}}]}}")),
+      "container \"trainer\" asks for nvidia.com/vgpu", "privileged");
+  /* a privileged sidecar without GPUs does not stop the GPU container */
+  json_object *r = review_pod(strdup(
+      "{\"spec\":{\"containers\":[{\"name\":\"side\",\"securityContext\":{\"privileged\":true}},"
+      "{\"name\":\"gpu\",\"securityContext\":{\"privileged\":false},\"resources\":{\"limits\":"
+      "{\"nvidia.com/vgpu\":\"1\"}}}]}}"));
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+}
+
+static void test_init_container_refused(void **state) {
+  (void)state;
+  assert_refused(review_pod(strdup("{\"spec\":{\"initContainers\":[{\"name\":\"warmup\","
+                                   "\"resources\":{\"requests\":{\"aliyun.com/gpu-mem\":\"2\"}}}],"
+                                   "\"containers\":[{\"name\":\"main\"}]}}")),
+                 "init container \"warmup\" asks for aliyun.com/gpu-mem", "app containers only");
+  /* zero in an init container is nothing */
+  json_object *r = review_pod(strdup(
+      "{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/gpu\":\"0\"}}}],\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/gpu\":\"1\"}}}]}}"));
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+}
+
+/* Anything but a Pod CREATE is allowed unchanged, whatever it holds. */
+static void test_not_pod_create(void **state) {
+  (void)state;
+  const char *pod =
+      "{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/gpu\":\"1\"}}}]}}";
+  char *base = fx_review(pod);
+  const char *swaps[][2] = {
+      {"\"operation\":\"CREATE\"", "\"operation\":\"UPDATE\""},
+      {"\"kind\":\"Pod\"", "\"kind\":\"Deployment\""},
+      {"\"group\":\"\",\"version\":\"v1\",\"kind\"",
+       "\"group\":\"apps\",\"version\":\"v1\",\"kind\""},
+      {"\"operation\":\"CREATE\"", "\"operation\":\"CREATE\",\"subResource\":\"binding\""}};
+  for (size_t i = 0; i < sizeof(swaps) / sizeof(swaps[0]); i++) {
+    char text[2048];
+    const char *at = strstr(base, swaps[i][0]);
+    assert_non_null(at);
+    snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - base), base, swaps[i][1],
+             at + strlen(swaps[i][0]));
+    assert_unchanged(fx_response(text));
+  }
+  free(base);
+}
+
+static void expect_status(const char *body, size_t len, unsigned status, const char *part) {
+  struct vg_wh_resources res;
+  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  struct vg_wh_reply r;
+  vg_wh_review(body, len, &res, &r);
+  assert_int_equal(r.status, status);
+  assert_int_equal(r.result, VG_WH_R_INVALID);
+  if (strstr(r.body, part) == NULL) fail_msg("reply \"%s\" lacks \"%s\"", r.body, part);
+  free(r.body);
+}
+
+/* Bodies that cannot be answered: 400 with a message; Pods that cannot be
+ * read: allowed false with the reason. */
+static void test_malformed(void **state) {
+  (void)state;
+  const char *bad[][2] = {
+      {"", "not JSON"},
+      {"{\"apiVersion\":", "not JSON"},
+      {"[1,2", "not JSON"},
+      {"{} trailing", "not JSON"},
+      {"{}", "apiVersion"},
+      {"{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\"}", "apiVersion"},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}", "kind"},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", "uid"},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+       "{\"uid\":7}}",
+       "uid"}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    expect_status(bad[i][0], strlen(bad[i][0]), 400, bad[i][1]);
+  expect_status("{\"a\":1}\0{", 9, 400, "not JSON"); /* a NUL inside the body */
+  char *review = fx_review("\"not a pod\"");
+  assert_refused(fx_response(review), "request.object", "not a Pod");
+  free(review);
+  assert_refused(review_pod(strdup("{\"spec\":{\"containers\":{}}}")), "spec.containers",
+                 "not an array");
+  assert_refused(review_pod(strdup("{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":"
+                                   "{\"limits\":[1]}}]}}")),
+                 "container \"c\"", "not an object");
+  assert_refused(review_pod(pod1("limits", "nvidia.com/gpu", "lots", "", "{}")),
+                 "container \"main\"", "nvidia.com/gpu");
+  assert_refused(review_pod(pod1("limits", "nvidia.com/gpu", "500m", "", "{}")),
+                 "container \"main\"", "500m");
+}
+
+/* Over the body limit: 413 without parsing; a large but legal pod (1 MiB
+ * of annotation) is answered as usual. */
+static void test_huge(void **state) {
+  (void)state;
+  size_t big = VG_WH_MAX_BODY + 1;
+  char *body = malloc(big);
+  memset(body, ' ', big);
+  expect_status(body, big, 413, "limit");
+  free(body);
+  size_t n = 1u << 20;
+  char *meta = malloc(n + 64);
+  memcpy(meta, "{\"annotations\":{\"big\":\"", 23);
+  memset(meta + 23, 'a', n);
+  strcpy(meta + 23 + n, "\"}}");
+  json_object *r = review_pod(pod1("limits", "nvidia.com/gpu", "1", "", meta));
+  free(meta);
+  assert_patch(r,
+               "/spec/schedulerName=\"vgpu-scheduler\"\n"
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n");
+  json_object_put(r);
+}
+
+/* --resources narrows what routes. */
+static void test_resources_flag(void **state) {
+  (void)state;
+  struct vg_wh_resources res;
+  struct vg_err err = {{0}};
+  assert_int_equal(vg_wh_resources_parse(" aliyun.com/gpu-mem , nvidia.com/vgpu", &res, &err), 0);
+  assert_int_equal(res.n, 2);
+  assert_true(vg_wh_resources_has(&res, "nvidia.com/vgpu"));
+  assert_false(vg_wh_resources_has(&res, "nvidia.com/gpu"));
+  char *review = fx_review(
+      "{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/gpu\":\"1\"}}}]}}");
+  struct vg_wh_reply r;
+  vg_wh_review(review, strlen(review), &res, &r);
+  free(review);
+  assert_int_equal(r.status, 200);
+  assert_null(strstr(r.body, "patch"));
+  free(r.body);
+  assert_int_equal(vg_wh_resources_parse("nvidia.com/gpu,,x/y", &res, &err), -1);
+  assert_non_null(strstr(err.msg, "empty"));
+  assert_int_equal(vg_wh_resources_parse("gpu", &res, &err), -1);
+  assert_non_null(strstr(err.msg, "\"gpu\""));
+  assert_int_equal(res.n, 0);
+  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, &err), 0);
+  assert_int_equal(res.n, 9);
+  for (size_t i = 0; i < 9; i++) assert_true(vg_wh_resources_has(&res, all_resources[i]));
+}
+
+static void test_pointer_escape(void **state) {
+  (void)state;
+  char buf[32];
+  assert_true(vg_wh_pointer_escape("vgpu.io/a~b", buf, sizeof(buf)));
+  assert_string_equal(buf, "vgpu.io~1a~0b");
+  assert_false(vg_wh_pointer_escape("a/b/c", buf, 5));
+}
+
+static void expect_endpoint(struct vg_wh_metrics *m, const char *method, const char *url,
+                            unsigned status, const char *part) {
+  struct vg_wh_resources res;
+  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  struct vg_wh_reply r;
+  vg_wh_handle(&res, m, method, url, "", 0, &r);
+  assert_int_equal(r.status, status);
+  if (strstr(r.body, part) == NULL)
+    fail_msg("%s %s: \"%s\" lacks \"%s\"", method, url, r.body, part);
+  free(r.body);
+}
+
+static void test_endpoints(void **state) {
+  (void)state;
+  struct vg_wh_metrics m = {0};
+  expect_endpoint(&m, "GET", "/healthz", 200, "ok");
+  expect_endpoint(&m, "GET", "/mutate", 405, "POST");
+  expect_endpoint(&m, "POST", "/mutate", 400, "not JSON");
+  expect_endpoint(&m, "GET", "/nope", 404, "/mutate");
+  expect_endpoint(&m, "DELETE", "/healthz", 405, "GET");
+  expect_endpoint(&m, "GET", "/metrics", 200, "vgpu_webhook_reviews_total{result=\"invalid\"} 1\n");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_each_resource_routes),
+      cmocka_unit_test(test_requests_route_too),
+      cmocka_unit_test(test_zero_does_not_count),
+      cmocka_unit_test(test_unmanaged_resources_ignored),
+      cmocka_unit_test(test_other_scheduler_replaced),
+      cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_already_routed),
+      cmocka_unit_test(test_opt_out),
+      cmocka_unit_test(test_privileged_refused),
+      cmocka_unit_test(test_init_container_refused),
+      cmocka_unit_test(test_not_pod_create),
+      cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_huge),
+      cmocka_unit_test(test_resources_flag),
+      cmocka_unit_test(test_pointer_escape),
+      cmocka_unit_test(test_endpoints),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
