@@ -549,6 +549,108 @@ def metrics_coherent(ctx):
     delete_pods(ctx)
 
 
+# ---------------------------------------------------------------- admission
+
+ORIGINAL = "vgpu.io/original-scheduler-name"
+
+
+def create_refused(obj):
+    """kubectl's error when the API server refuses to create OBJ, else None."""
+    proc = subprocess.run(["kubectl", "create", "-f", "-"], input=json.dumps(obj),
+                          capture_output=True, text=True, timeout=60)
+    return proc.stderr.strip() if proc.returncode != 0 else None
+
+
+@case("admission-routes")
+def admission_routes(ctx):
+    """The webhook on the real API server: a GPU pod naming no scheduler,
+    default-scheduler or volcano is created with schedulerName vgpu-scheduler
+    and the old name in vgpu.io/original-scheduler-name, and runs; one already
+    naming vgpu-scheduler, and a pod without GPUs, are left as they are."""
+    limits = {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"}
+    for name, scheduler, original in (("route-none", None, "default-scheduler"),
+                                      ("route-default", "default-scheduler", "default-scheduler"),
+                                      ("route-volcano", "volcano", "volcano"),
+                                      ("route-already", "vgpu-scheduler", None)):
+        kube.apply(pod_spec(name, limits, scheduler=scheduler))
+        ctx.created.append(name)
+        pod = kube.get("pod", name, NS)
+        state = kube.pod_summary(name, NS)
+        check(pod["spec"]["schedulerName"] == "vgpu-scheduler", "not routed", state)
+        check(pod["metadata"].get("annotations", {}).get(ORIGINAL) == original,
+              "%s is not %s" % (ORIGINAL, original), state)
+    kube.apply(pod_spec("route-cpu", {"cpu": "10m"}, scheduler=None))
+    ctx.created.append("route-cpu")
+    pod = kube.get("pod", "route-cpu", NS)
+    check(pod["spec"]["schedulerName"] == "default-scheduler" and
+          ORIGINAL not in pod["metadata"].get("annotations", {}),
+          "a pod without GPUs was changed", kube.pod_summary("route-cpu", NS))
+    for name in ("route-none", "route-default", "route-volcano", "route-already"):
+        kube.wait_running(name, NS)
+        check(assigned_gpus(name), "no GPU assigned", kube.pod_summary(name, NS))
+    delete_pods(ctx)
+
+
+@case("admission-opt-out")
+def admission_opt_out(ctx):
+    """vgpu.io/scheduler: skip leaves the pod to the scheduler it names,
+    unchanged."""
+    spec = pod_spec("opt-out", {"nvidia.com/vgpu": "1"}, scheduler="other-scheduler",
+                    annotations={"vgpu.io/scheduler": "skip"})
+    kube.apply(spec)
+    ctx.created.append("opt-out")
+    pod = kube.get("pod", "opt-out", NS)
+    check(pod["spec"]["schedulerName"] == "other-scheduler" and
+          ORIGINAL not in pod["metadata"]["annotations"], "an opted-out pod was changed",
+          kube.pod_summary("opt-out", NS))
+    delete_pods(ctx)
+
+
+@case("admission-refusals")
+def admission_refusals(ctx):
+    """A privileged container or an init container asking for a GPU is
+    refused at creation, and kubectl shows the webhook's reason."""
+    priv = pod_spec("refuse-privileged", {"nvidia.com/vgpu": "1"}, scheduler=None)
+    priv["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    init = pod_spec("refuse-init", {"cpu": "10m"}, scheduler=None)
+    init["spec"]["initContainers"] = [{"name": "prepare", "image": IMAGE,
+                                       "imagePullPolicy": "Never", "command": ["true"],
+                                       "resources": {"limits": {"aliyun.com/gpu-mem": "1000"}}}]
+    for obj, words in ((priv, ("privileged", '"main"', "nvidia.com/vgpu")),
+                       (init, ("init container", '"prepare"', "aliyun.com/gpu-mem"))):
+        err = create_refused(obj)
+        name = obj["metadata"]["name"]
+        if err is None:
+            ctx.created.append(name)
+        check(err is not None, "%s was created" % name)
+        check("pods.vgpu.io" in err and all(w in err for w in words),
+              "the refusal does not say why (%s): %s" % (", ".join(words), err))
+
+
+@case("admission-webhook-down")
+def admission_webhook_down(ctx):
+    """failurePolicy Fail, as docs/admission.md warns: with no webhook pod,
+    a GPU pod cannot be created (rather than reach the default scheduler);
+    once the webhook is back, it can."""
+    scale = ["-n", install.NS, "scale", "deployment/vgpu-webhook"]
+    kube.kubectl(*scale, "--replicas=0")
+    try:
+        kube.wait_for("the webhook's pods to go", lambda: not ctx.agents.pods(
+            "app.kubernetes.io/name=vgpu-webhook"), 90)
+        err = create_refused(pod_spec("while-down", {"nvidia.com/vgpu": "1"}, scheduler=None))
+        if err is None:
+            ctx.created.append("while-down")
+        check(err is not None and "pods.vgpu.io" in err,
+              "a GPU pod was created while the webhook was down: %s" % err)
+    finally:
+        kube.kubectl(*scale, "--replicas=2")
+        kube.kubectl("-n", install.NS, "rollout", "status", "deployment/vgpu-webhook",
+                     "--timeout=120s", timeout=140)
+    run_pod(ctx, "after-webhook", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"},
+            scheduler=None)
+    delete_pods(ctx)
+
+
 # ---------------------------------------------------------------- the seeds
 
 SEEDS = os.path.join(install.ROOT, "tests", "e2e", "seeds")

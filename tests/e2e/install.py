@@ -140,6 +140,11 @@ class Installation:
 
     def apply(self, dialect):
         self.write_overlay(dialect)
+        if tuple(int(x) for x in self.kube_version().split(".")[:2]) < (1, 21):
+            # No kubernetes.io/metadata.name label before 1.21: kube-system is kept out of the
+            # webhook by this label instead (docs/install.md, step 4).
+            kube.kubectl("label", "namespace", "kube-system", "vgpu.io/admission=ignore",
+                         "--overwrite")
         kube.kubectl("apply", "-k", self.overlay, timeout=120)
         self.dialect = dialect
         self.wait_ready()
@@ -173,6 +178,7 @@ class Installation:
         kube.wait_for("vgpu's pods to go", lambda: not self.pods(), 120,
                       state=lambda: kube.kubectl("-n", NS, "get", "pods", check=False))
         kube.kubectl("label", "node", self.node, GPU_LABEL + "-", check=False)
+        kube.kubectl("label", "namespace", "kube-system", "vgpu.io/admission-", check=False)
         for d in HOST_DIRS:
             shutil.rmtree(d, ignore_errors=True)
 
