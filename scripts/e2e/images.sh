@@ -12,36 +12,18 @@
 #                                     paths; PATH starts with /opt/vgpu/bin
 #   images.sh import TAR...           imports into the cluster's containerd (cluster.sh up)
 #
-# Images are made with Debian's umoci (init, new, unpack, repack, config); the archive's index
-# carries the full reference in io.containerd.image.name and org.opencontainers.image.ref.name,
-# so ctr names the image exactly (no --base-name needed). Pods must use imagePullPolicy: Never
-# (or IfNotPresent for the pause tag): nothing can be pulled.
+# Images are made with Debian's umoci (scripts/oci.sh, shared with `make images`); the archive's
+# index carries the full reference in io.containerd.image.name and
+# org.opencontainers.image.ref.name, so ctr names the image exactly (no --base-name needed).
+# Pods must use imagePullPolicy: Never (or IfNotPresent for the pause tag): nothing can be pulled.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../oci.sh"
 
-# Starts an OCI layout in $1/oci with an empty image unpacked as a bundle in $1/bundle.
-image_start() {
-  rm -rf "$1" && mkdir -p "$1"
-  umoci init --layout "$1/oci"
-  umoci new --image "$1/oci:img"
-  umoci unpack --image "$1/oci:img" "$1/bundle" >/dev/null
-}
-
-# image_finish DIR REF OUT_TAR UMOCI_CONFIG_ARGS...: packs the bundle, sets the config, names the
-# image REF in the index and writes the layout as a tar.
+# oci_start DIR, oci_finish DIR REF OUT_TAR CONFIG_ARGS...: scripts/oci.sh
 image_finish() {
-  local dir=$1 ref=$2 out=$3
-  shift 3
-  umoci repack --image "$dir/oci:img" "$dir/bundle"
-  umoci config --image "$dir/oci:img" --author vgpu-e2e "$@"
-  umoci gc --layout "$dir/oci"
-  jq --arg ref "$ref" '.manifests[0].annotations = {"io.containerd.image.name": $ref,
-    "org.opencontainers.image.ref.name": $ref}' "$dir/oci/index.json" >"$dir/index.json"
-  mv "$dir/index.json" "$dir/oci/index.json"
-  mkdir -p "$(dirname "$out")"
-  tar -C "$dir/oci" -cf "$out.tmp" . && mv "$out.tmp" "$out"
-  rm -rf "$dir"
-  e2e_log "built $ref into $out"
+  oci_finish "$@" --author vgpu-e2e
+  e2e_log "built $2 into $3"
 }
 
 build_pause() {
@@ -49,7 +31,7 @@ build_pause() {
   if [ -f "$out" ] && [ "$out" -nt "$E2E_DIR/pause.c" ] && [ "$out" -nt "$0" ]; then
     return
   fi
-  image_start "$dir"
+  oci_start "$dir"
   gcc -static -O2 -Wall -Wextra -o "$dir/bundle/rootfs/pause" "$E2E_DIR/pause.c" ||
     e2e_die "compiling $E2E_DIR/pause.c failed (gcc -static needs libc6-dev)"
   image_finish "$dir" "$E2E_PAUSE_IMAGE" "$out" --config.entrypoint /pause --config.user 65535:65535
@@ -72,7 +54,7 @@ build_workload() {
   local out=$1 dir=$E2E_IMAGES/workload.d root applet arg
   shift
   [ -x /bin/busybox ] || e2e_die "/bin/busybox missing: run scripts/e2e/deps.sh (busybox-static)"
-  image_start "$dir"
+  oci_start "$dir"
   root=$dir/bundle/rootfs
   install -D -m 755 /bin/busybox "$root/bin/busybox"
   mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin"

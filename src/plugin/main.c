@@ -36,6 +36,7 @@ static void usage(FILE *f) {
       "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
       "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
+      "       vgpu-device-plugin --version\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
       "                    dialect with its defaults\n"
       "  --node-name NAME  this node (default $NODE_NAME): the Node the GPU inventory is\n"
@@ -63,6 +64,7 @@ static void usage(FILE *f) {
       "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
       "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
       "  --debug           log debug lines\n"
+      "  --version         print the version and exit\n"
       "environment: NODE_NAME, KUBECONFIG (defaults above), VGPU_LOG_LEVEL (error, warn, info,\n"
       "debug; wins over --debug)\n");
 }
@@ -90,6 +92,7 @@ int main(int argc, char **argv) {
                                            {"podresources-socket", required_argument, NULL, 'P'},
                                            {"slot-grace", required_argument, NULL, 'G'},
                                            {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
   const char *metrics = NULL;
@@ -157,6 +160,9 @@ int main(int argc, char **argv) {
       }
       case 'h':
         usage(stdout);
+        return 0;
+      case 'V':
+        printf("vgpu-device-plugin %s\n", VG_VERSION);
         return 0;
       default:
         usage(stderr);
