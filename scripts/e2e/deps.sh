@@ -5,11 +5,12 @@
 #   etcd-server, containerd (with ctr), runc, containernetworking-plugins, iproute2, openssl, curl
 #                                                           run the cluster
 #   busybox-static, umoci, gcc + libc6-dev (static pause binary), jq   build the images
+#   mmdebstrap                                                  the old-userland image's rootfs
 #   kubernetes-client (kubectl 1.20), unless a kubectl is already installed
 set -euo pipefail
 
 packages=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev
   etcd-server containerd runc containernetworking-plugins iproute2 openssl curl
-  busybox-static umoci gcc libc6-dev jq)
+  busybox-static umoci gcc libc6-dev jq mmdebstrap)
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 exec "$(dirname "$0")/../deps.sh" "${packages[@]}"

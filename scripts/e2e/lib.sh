@@ -17,6 +17,12 @@ E2E_KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet
 E2E_IMAGES=$E2E_REPO/build/e2e/images
 E2E_PAUSE_IMAGE=localhost/vgpu-e2e/pause:v$E2E_K8S_VERSION
 E2E_WORKLOAD_IMAGE=localhost/vgpu-e2e/workload:latest
+# An old userland for the workload: Debian bullseye's glibc 2.31 (UBI 8 has 2.28, Ubuntu 20.04
+# 2.31), built once with mmdebstrap into the cache (images.sh oldrootfs).
+E2E_OLD_SUITE=bullseye
+E2E_OLD_MIRROR=${VGPU_E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+E2E_OLD_ROOTFS=$E2E_CACHE/rootfs-$E2E_OLD_SUITE-minbase.tar
+E2E_OLD_WORKLOAD_IMAGE=localhost/vgpu-e2e/old-workload:latest
 
 e2e_log() { echo "e2e: $*" >&2; }
 e2e_die() {
