@@ -4,6 +4,8 @@
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e
 #   make demo      the main job on the simulated GPU
+#   make images    build/images/vgpu-node.tar, vgpu-scheduler.tar: the container images, OCI archives,
+#                  built without a registry or container engine (images/README.md; needs root)
 #   make e2e       a real single-node Kubernetes 1.20 (built from Debian's sources) and vgpu on it (docs/e2e.md)
 #   make bench     hook overhead benchmark (bench/)
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
@@ -14,7 +16,7 @@
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
+.PHONY: all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
 
 all: build
 
@@ -43,6 +45,9 @@ test: test-release test-asan test-gpu e2e
 
 e2e: build
 	@bash tests/e2e/run.sh
+
+images: build
+	@bash images/build.sh
 
 demo: build
 	@bash scripts/demo.sh

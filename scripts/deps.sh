@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, when run as root;
-# otherwise prints the exact apt-get line and fails. With arguments, installs those packages
-# instead (scripts/e2e/deps.sh passes the end-to-end cluster's).
+# otherwise prints the exact apt-get line and fails. With --build, only those the build needs
+# (images/Dockerfile's build stage). With other arguments, installs those packages instead
+# (scripts/e2e/deps.sh passes the end-to-end cluster's, images/build.sh mmdebstrap and umoci).
 set -euo pipefail
 
-if [ $# -gt 0 ]; then
+build=(build-essential cmake pkg-config libcmocka-dev
+  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
+  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev)
+if [ "${1:-}" = --build ] && [ $# -eq 1 ]; then
+  packages=("${build[@]}")
+elif [ $# -gt 0 ]; then
   packages=("$@")
 else
-  packages=(build-essential cmake pkg-config libcmocka-dev
-  libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
-  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev python3-grpcio python3-protobuf
+  packages=("${build[@]}" python3-grpcio python3-protobuf
   prometheus python3-yaml)  # promtool checks the metrics; python3-yaml reads rendered manifests
   # kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
   # from elsewhere already owns /usr/bin/kubectl.

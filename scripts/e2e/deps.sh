@@ -6,11 +6,12 @@
 #                                                           run the cluster
 #   docker-registry, skopeo, iptables     the seeds' images' registry; the kubernetes Service's DNAT
 #   busybox-static, umoci, gcc + libc6-dev (static pause binary), jq   build the images
+#   mmdebstrap                                                  the old-userland image's rootfs
 #   kubernetes-client (kubectl 1.20), unless a kubectl is already installed
 set -euo pipefail
 
 packages=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev
   etcd-server containerd runc containernetworking-plugins iproute2 openssl curl
-  busybox-static umoci gcc libc6-dev jq docker-registry skopeo iptables)
+  busybox-static umoci gcc libc6-dev jq docker-registry skopeo iptables mmdebstrap)
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 exec "$(dirname "$0")/../deps.sh" "${packages[@]}"

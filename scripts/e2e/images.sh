@@ -17,41 +17,29 @@
 #                                     cluster's own (static) kube-scheduler, for deploy/'s
 #                                     scheduler Deployment; default OUT_TAR
 #                                     build/e2e/images/kube-scheduler.tar
+#   images.sh oldrootfs               builds (once) a Debian bullseye minbase root (glibc 2.31) with
+#                                     mmdebstrap into the cache, and prints the tarball's path
+#   images.sh oldworkload OUT_TAR FILE...  localhost/vgpu-e2e/old-workload:latest: that root plus
+#                                     each FILE in /opt/vgpu/bin, with none of this host's
+#                                     libraries (a FILE must run on the old glibc); rebuilt only
+#                                     when a FILE, the root or this script changed (OUT_TAR.key)
 #   images.sh import TAR...           imports into the cluster's containerd (cluster.sh up)
 #   images.sh push TAR REF...         copies the image in TAR to the cluster's local registry
 #                                     (cluster.sh up) as each REF, e.g. docker.io/library/x:latest
 #                                     (which containerd then pulls from there: its mirror)
 #
-# Images are made with Debian's umoci (init, new, unpack, repack, config); the archive's index
-# carries the full reference in io.containerd.image.name and org.opencontainers.image.ref.name,
-# so ctr names the image exactly (no --base-name needed). Pods must use imagePullPolicy: Never
-# (or IfNotPresent for the pause tag): nothing can be pulled.
+# Images are made with Debian's umoci (scripts/oci.sh, shared with `make images`); the archive's
+# index carries the full reference in io.containerd.image.name and
+# org.opencontainers.image.ref.name, so ctr names the image exactly (no --base-name needed).
+# Pods must use imagePullPolicy: Never (or IfNotPresent for the pause tag): nothing can be pulled.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../oci.sh"
 
-# Starts an OCI layout in $1/oci with an empty image unpacked as a bundle in $1/bundle.
-image_start() {
-  rm -rf "$1" && mkdir -p "$1"
-  umoci init --layout "$1/oci"
-  umoci new --image "$1/oci:img"
-  umoci unpack --image "$1/oci:img" "$1/bundle" >/dev/null
-}
-
-# image_finish DIR REF OUT_TAR UMOCI_CONFIG_ARGS...: packs the bundle, sets the config, names the
-# image REF in the index and writes the layout as a tar.
+# oci_start DIR, oci_finish DIR REF OUT_TAR CONFIG_ARGS...: scripts/oci.sh
 image_finish() {
-  local dir=$1 ref=$2 out=$3
-  shift 3
-  umoci repack --image "$dir/oci:img" "$dir/bundle"
-  umoci config --image "$dir/oci:img" --author vgpu-e2e "$@"
-  umoci gc --layout "$dir/oci"
-  jq --arg ref "$ref" '.manifests[0].annotations = {"io.containerd.image.name": $ref,
-    "org.opencontainers.image.ref.name": $ref}' "$dir/oci/index.json" >"$dir/index.json"
-  mv "$dir/index.json" "$dir/oci/index.json"
-  mkdir -p "$(dirname "$out")"
-  tar -C "$dir/oci" -cf "$out.tmp" . && mv "$out.tmp" "$out"
-  rm -rf "$dir"
-  e2e_log "built $ref into $out"
+  oci_finish "$@" --author vgpu-e2e
+  e2e_log "built $2 into $3"
 }
 
 build_pause() {
@@ -59,17 +47,19 @@ build_pause() {
   if [ -f "$out" ] && [ "$out" -nt "$E2E_DIR/pause.c" ] && [ "$out" -nt "$0" ]; then
     return
   fi
-  image_start "$dir"
+  oci_start "$dir"
   gcc -static -O2 -Wall -Wextra -o "$dir/bundle/rootfs/pause" "$E2E_DIR/pause.c" ||
     e2e_die "compiling $E2E_DIR/pause.c failed (gcc -static needs libc6-dev)"
   image_finish "$dir" "$E2E_PAUSE_IMAGE" "$out" --config.entrypoint /pause --config.user 65535:65535
 }
 
-# Copies $1 to $2 inside the root $3, and the shared libraries it needs to their own paths.
+# Copies $1 to $2 inside the root $3, and (when $4 is "libs") the shared libraries it needs to
+# their own paths.
 add_file() {
   local src=$1 dest=$2 root=$3 lib
   [ -f "$src" ] || e2e_die "workload file $src does not exist"
   install -D -m "$(stat -c %a "$src")" "$src" "$root$dest"
+  [ "$4" = libs ] || return 0
   ldd "$src" 2>/dev/null | grep -q 'not found' &&
     e2e_log "warning: $src needs libraries ldd cannot find: $(ldd "$src" | grep 'not found' | tr -s ' \t\n' ' ')"
   for lib in $(ldd "$src" 2>/dev/null | sed -n -e 's|.*=> \(/[^ ]*\) .*|\1|p' -e 's|^[[:space:]]*\(/[^ ]*\) .*|\1|p'); do
@@ -79,10 +69,10 @@ add_file() {
 
 build_workload() {
   [ $# -ge 1 ] || e2e_usage
-  local out=$1 dir=$E2E_IMAGES/workload.d root applet arg
+  local out=$1 dir=$E2E_IMAGES/workload.d root applet
   shift
   [ -x /bin/busybox ] || e2e_die "/bin/busybox missing: run scripts/e2e/deps.sh (busybox-static)"
-  image_start "$dir"
+  oci_start "$dir"
   root=$dir/bundle/rootfs
   install -D -m 755 /bin/busybox "$root/bin/busybox"
   mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin"
@@ -92,13 +82,25 @@ build_workload() {
   done
   mkdir -p "$root/opt/vgpu/bin" "$root/tmp" "$root/etc" "$root/proc" "$root/sys" "$root/dev"
   chmod 1777 "$root/tmp"
+  add_files "$root" libs "$@"
+  finish_workload "$dir" "$E2E_WORKLOAD_IMAGE" "$out"
+}
+
+# add_files ROOT libs|nolibs FILE...: each FILE into /opt/vgpu/bin (FILE=/ABS/PATH: that path).
+add_files() {
+  local root=$1 libs=$2 arg
+  shift 2
   for arg in "$@"; do
     case $arg in
-      *=/*) add_file "${arg%%=*}" "${arg#*=}" "$root" ;;
-      *) add_file "$arg" "/opt/vgpu/bin/$(basename "$arg")" "$root" ;;
+      *=/*) add_file "${arg%%=*}" "${arg#*=}" "$root" "$libs" ;;
+      *) add_file "$arg" "/opt/vgpu/bin/$(basename "$arg")" "$root" "$libs" ;;
     esac
   done
-  image_finish "$dir" "$E2E_WORKLOAD_IMAGE" "$out" \
+}
+
+# finish_workload DIR REF OUT_TAR: a workload image's config (PATH starts with /opt/vgpu/bin).
+finish_workload() {
+  image_finish "$1" "$2" "$3" \
     --config.env PATH=/opt/vgpu/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --config.entrypoint sh --config.entrypoint -c --config.cmd "$WORKLOAD_DEFAULT" --config.workingdir /
 }
@@ -111,7 +113,7 @@ build_kube_scheduler() {
   if [ -f "$out" ] && [ "$out" -nt "$bin" ] && [ "$out" -nt "$0" ]; then
     return
   fi
-  image_start "$dir"
+  oci_start "$dir"
   install -D -m 755 "$bin" "$dir/bundle/rootfs/usr/local/bin/kube-scheduler"
   image_finish "$dir" "$E2E_KUBE_SCHEDULER_IMAGE" "$out" --config.entrypoint /usr/local/bin/kube-scheduler \
     --config.user 65532:65532
@@ -127,6 +129,59 @@ push_image() {
       "docker://127.0.0.1:$E2E_REGISTRY_PORT/${ref#*/}" || e2e_die "skopeo copy $tar to the registry as $ref failed"
     e2e_log "pushed $tar as $ref"
   done
+}
+
+# The old root's tarball, built once: minbase (dpkg, apt, coreutils, dash, grep...) without
+# documentation or locales; the package lists are dropped, nothing is installed into it later.
+old_rootfs() {
+  if [ ! -s "$E2E_OLD_ROOTFS" ]; then
+    command -v mmdebstrap >/dev/null || e2e_die "mmdebstrap not installed: run scripts/e2e/deps.sh"
+    mkdir -p "$(dirname "$E2E_OLD_ROOTFS")"
+    e2e_log "building the $E2E_OLD_SUITE root into $E2E_OLD_ROOTFS (once; a few minutes)"
+    # shellcheck disable=SC2016 # $1 is mmdebstrap's, in its hook
+    mmdebstrap --quiet --variant=minbase --format=tar \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+      --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
+      "$E2E_OLD_SUITE" "$E2E_OLD_ROOTFS.tmp" "$E2E_OLD_MIRROR" ||
+      e2e_die "mmdebstrap $E2E_OLD_SUITE from $E2E_OLD_MIRROR failed"
+    mv "$E2E_OLD_ROOTFS.tmp" "$E2E_OLD_ROOTFS"
+  fi
+  echo "$E2E_OLD_ROOTFS"
+}
+
+# What an old-workload tarball was made from: the root, this script, the FILE arguments and
+# their contents (written next to the tarball as OUT_TAR.key).
+old_workload_key() {
+  local rootfs=$1 arg
+  shift
+  {
+    stat -c '%n %s %Y' "$rootfs"
+    sha256sum "$0" "$E2E_DIR/lib.sh"
+    for arg in "$@"; do
+      echo "$arg"
+      sha256sum <"${arg%%=*}" || e2e_die "workload file ${arg%%=*} does not exist"
+    done
+  } | sha256sum | cut -d' ' -f1
+}
+
+build_old_workload() {
+  [ $# -ge 1 ] || e2e_usage
+  local out=$1 dir=$E2E_IMAGES/old-workload.d rootfs root key
+  shift
+  rootfs=$(old_rootfs)
+  key=$(old_workload_key "$rootfs" "$@")
+  if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
+    e2e_log "$out is up to date"
+    return
+  fi
+  oci_start "$dir"
+  root=$dir/bundle/rootfs
+  tar -C "$root" -xf "$rootfs" --exclude='./dev/*'
+  mkdir -p "$root/opt/vgpu/bin"
+  add_files "$root" nolibs "$@"
+  finish_workload "$dir" "$E2E_OLD_WORKLOAD_IMAGE" "$out"
+  echo "$key" >"$out.key"
 }
 
 import_images() {
@@ -148,6 +203,8 @@ main() {
     pause) build_pause "$@" ;;
     workload) build_workload "$@" ;;
     kube-scheduler) build_kube_scheduler "$@" ;;
+    oldrootfs) old_rootfs ;;
+    oldworkload) build_old_workload "$@" ;;
     import) import_images "$@" ;;
     push) push_image "$@" ;;
     *) e2e_usage ;;

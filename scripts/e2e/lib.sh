@@ -20,6 +20,12 @@ E2E_WORKLOAD_IMAGE=localhost/vgpu-e2e/workload:latest
 E2E_KUBE_SCHEDULER_IMAGE=registry.k8s.io/kube-scheduler:v$E2E_K8S_VERSION
 # The local registry cluster.sh runs (containerd's mirror of docker.io and nvcr.io).
 E2E_REGISTRY_PORT=15000
+# An old userland for the workload: Debian bullseye's glibc 2.31 (UBI 8 has 2.28, Ubuntu 20.04
+# 2.31), built once with mmdebstrap into the cache (images.sh oldrootfs).
+E2E_OLD_SUITE=bullseye
+E2E_OLD_MIRROR=${VGPU_E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+E2E_OLD_ROOTFS=$E2E_CACHE/rootfs-$E2E_OLD_SUITE-minbase.tar
+E2E_OLD_WORKLOAD_IMAGE=localhost/vgpu-e2e/old-workload:latest
 
 e2e_log() { echo "e2e: $*" >&2; }
 e2e_die() {

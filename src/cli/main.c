@@ -7,6 +7,7 @@
 static void usage(FILE *to) {
   fputs(
       "usage: vgpu <command> [options]\n"
+      "       vgpu --version\n"
       "\n"
       "commands:\n"
       "  run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...\n"
@@ -27,6 +28,10 @@ int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("vgpu %s\n", VG_VERSION);
+    return 0;
   }
   const char *verb = argv[1];
   if (strcmp(verb, "run") == 0) return vg_cmd_run(argc - 1, argv + 1);

@@ -115,6 +115,7 @@ int vg_region_join(struct vg_shm *shm, int32_t pid) {
     __atomic_store_n(&r->proc[i].pid, pid, __ATOMIC_RELEASE);
     slot = i;
   }
+  if (slot >= 0) __atomic_or_fetch(&r->flags, VG_REGION_JOINED, __ATOMIC_RELEASE);
   vg_region_unlock(shm);
   return slot;
 }

@@ -36,8 +36,9 @@
 
 #define VG_REGION_MAGIC 0x52504756u /* "VGPR" little-endian */
 #define VG_REGION_VERSION_MAJOR 1
-/* 1.1: compute-limiter fields in the device entry; 1.2: the ASSIGNED flag */
-#define VG_REGION_VERSION_MINOR 2
+/* 1.1: compute-limiter fields in the device entry; 1.2: the ASSIGNED flag;
+ * 1.3: the JOINED flag */
+#define VG_REGION_VERSION_MINOR 3
 #define VG_MAX_DEVICES 16
 #define VG_MAX_PROCS 1024
 #define VG_UUID_LEN 96
@@ -100,6 +101,11 @@ struct vg_region {
 /* Describes the region file to vg_shm_open. */
 extern const struct vg_shm_spec vg_region_spec;
 
+/* A process has joined the region at least once (vg_region_join): libvgpu
+ * loaded in the container. Never cleared; the node agent's audit reads it
+ * (src/plugin/audit_rules.h). */
+#define VG_REGION_JOINED 0x4u
+
 /* Opens the region at path (or VG_DEFAULT_REGION_PATH when NULL/empty). */
 int vg_region_open(struct vg_shm *shm, const char *path, struct vg_err *err);
 
@@ -145,6 +151,9 @@ static inline bool vg_region_pending(const struct vg_region *r) {
 }
 static inline bool vg_region_assigned(const struct vg_region *r) {
   return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_ASSIGNED) != 0;
+}
+static inline bool vg_region_joined(const struct vg_region *r) {
+  return (__atomic_load_n(&r->flags, __ATOMIC_ACQUIRE) & VG_REGION_JOINED) != 0;
 }
 
 /* The entry for uuid, or -1. Lock-free: entries are only ever appended, each

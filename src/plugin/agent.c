@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "binder.h"
 #include "gate.h"
 #include "health.h"
@@ -35,6 +36,7 @@ struct vg_agent {
   struct vg_steer *steer;
   struct vg_gate *gate;
   struct vg_slot_gc *slot_gc;
+  struct vg_audit *audit;
   char state_dir[VG_CONFIG_PATH_MAX];
   char podresources[1024];
   struct vg_metrics_sources metrics_src;
@@ -171,6 +173,26 @@ static void start_slot_gc(struct vg_agent *a, const struct vg_agent_opts *o) {
         "PodResources alone");
 }
 
+/* GPU memory no container's region accounts for is reported (audit.h). */
+static void start_audit(struct vg_agent *a, const struct vg_agent_opts *o) {
+  if (o->audit_interval_s == 0) {
+    vg_info(
+        "memory audit off (--audit-interval 0): a container running without libvgpu "
+        "goes unnoticed");
+    return;
+  }
+  struct vg_audit_opts ao = {a->plugin->state_dir, o->podresources_socket,
+                             o->audit_tolerance,   a->cfg->context_reserve,
+                             o->audit_grace_s,     o->audit_interval_s * 1000};
+  struct vg_err err;
+  a->audit = vg_audit_new(&ao, &err);
+  if (a->audit == NULL || vg_audit_start(a->audit, &err) != 0) {
+    vg_warn("%s; a container running without libvgpu goes unnoticed", err.msg);
+    vg_audit_stop(a->audit);
+    a->audit = NULL;
+  }
+}
+
 static void start_health(struct vg_agent *a) {
   char err[256];
   a->health = vg_health_new(a->gpus, a->ngpus, NULL, on_health, a, err, sizeof(err));
@@ -189,8 +211,9 @@ static int start_metrics(struct vg_agent *a, const struct vg_agent_opts *o, stru
            o->podresources_socket != NULL && o->podresources_socket[0] != '\0'
                ? o->podresources_socket
                : VG_PODRESOURCES_SOCKET);
-  a->metrics_src = (struct vg_metrics_sources){
-      a->node, a->state_dir, a->podresources, a->plugin, a->binder, a->steer, a->gate, a->slot_gc};
+  a->metrics_src =
+      (struct vg_metrics_sources){a->node,  a->state_dir, a->podresources, a->plugin, a->binder,
+                                  a->steer, a->gate,      a->slot_gc,      a->audit};
   a->metrics = vg_metrics_server_start(o->metrics, &a->metrics_src, err);
   if (a->metrics == NULL) return -1;
   vg_info("metrics on http://%s/metrics (port %d)", o->metrics, vg_metrics_server_port(a->metrics));
@@ -218,6 +241,7 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   start_steer(a, opts);
   start_gate(a, opts);
   start_slot_gc(a, opts);
+  start_audit(a, opts);
   start_health(a);
   if (start_metrics(a, opts, err) != 0) {
     vg_agent_stop(a);
@@ -255,6 +279,7 @@ void vg_agent_stop(struct vg_agent *a) {
   if (a->steer != NULL) vg_plugin_set_preference_source(a->plugin, NULL, NULL);
   vg_steer_free(a->steer);
   vg_slot_gc_stop(a->slot_gc);
+  vg_audit_stop(a->audit);
   if (a->gate != NULL) vg_plugin_set_admission_check(a->plugin, NULL, NULL);
   vg_gate_free(a->gate);
   if (a->health != NULL) vg_health_free(a->health);

@@ -14,6 +14,8 @@
 #ifndef VG_PLUGIN_AGENT_H
 #define VG_PLUGIN_AGENT_H
 
+#include <stdint.h>
+
 #include "config.h"
 #include "devices.h"
 #include "plugin.h"
@@ -25,6 +27,9 @@ struct vg_agent_opts {
   const char *state_dir;           /* NULL: the config's stateDir (--state-dir overrides it) */
   const char *metrics;             /* "ADDR:PORT" to serve /metrics on, or NULL */
   unsigned slot_grace_s;           /* slot directories of gone containers: 0 keeps them */
+  unsigned audit_interval_s;       /* the memory audit (audit.h): 0 turns it off */
+  uint64_t audit_tolerance;        /* bytes a GPU may hold beyond what regions account for */
+  unsigned audit_grace_s;          /* a slot younger than this is never called unenforced */
 };
 
 struct vg_agent;

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "plugin.h"
 #include "registration.h"
+#include "size.h"
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define DEFAULT_PODRESOURCES "/var/lib/kubelet/pod-resources/kubelet.sock"
@@ -25,6 +26,12 @@
  * container's IDs only after its Allocate returned (slot_gc.h). */
 #define DEFAULT_SLOT_GRACE_S 60
 #define MAX_SLOT_GRACE_S (7 * 86400)
+/* The memory audit (audit.h): every 30 s; 256 MiB of slack per GPU; a slot
+ * is called unenforced a minute after Allocate at the earliest. */
+#define DEFAULT_AUDIT_INTERVAL_S 30
+#define MAX_AUDIT_INTERVAL_S 3600
+#define DEFAULT_AUDIT_TOLERANCE (256ULL << 20)
+#define AUDIT_GRACE_S 60
 /* Without --config: the vgpu dialect with its defaults. */
 static const char default_config[] = "dialects:\n  vgpu: {}\n";
 
@@ -35,7 +42,9 @@ static void usage(FILE *f) {
       "                          [--plugin-dir DIR] [--kubelet-socket PATH]\n"
       "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
       "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
+      "                          [--audit-interval SECONDS] [--unaccounted-tolerance SIZE]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
+      "       vgpu-device-plugin --version\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
       "                    dialect with its defaults\n"
       "  --node-name NAME  this node (default $NODE_NAME): the Node the GPU inventory is\n"
@@ -59,10 +68,17 @@ static void usage(FILE *f) {
       "  --slot-grace SECONDS  remove the slot directory of a container the kubelet no longer\n"
       "                    lists once it was last allocated SECONDS ago (default 60; 0 keeps\n"
       "                    them all)\n"
+      "  --audit-interval SECONDS  compare each GPU's memory in use (NVML) with what the\n"
+      "                    containers' regions account for this often, and report memory no\n"
+      "                    region accounts for: a container running without libvgpu (default\n"
+      "                    30; 0 turns the audit off; docs/device-plugin.md)\n"
+      "  --unaccounted-tolerance SIZE  memory a GPU may hold beyond what is accounted for\n"
+      "                    before the audit reports it (default 256m)\n"
       "  --resource NAME   overrides the vgpu dialect's resourceName\n"
       "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
       "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
       "  --debug           log debug lines\n"
+      "  --version         print the version and exit\n"
       "environment: NODE_NAME, KUBECONFIG (defaults above), VGPU_LOG_LEVEL (error, warn, info,\n"
       "debug; wins over --debug)\n");
 }
@@ -72,6 +88,18 @@ static long whole(const char *s, long max) {
   char *end;
   long v = strtol(s, &end, 10);
   return *s == '\0' || *end != '\0' || v < 0 || v > max ? -1 : v;
+}
+
+/* A --OPTION SECONDS value from 0 to max into *out; -1 (said on stderr) otherwise. */
+static int seconds(const char *arg, const char *option, long max, unsigned *out) {
+  long v = whole(arg, max);
+  if (v < 0) {
+    fprintf(stderr, "vgpu-device-plugin: %s: \"%s\" is not a number of seconds from 0 to %ld\n",
+            option, arg, max);
+    return -1;
+  }
+  *out = (unsigned)v;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -89,11 +117,17 @@ int main(int argc, char **argv) {
                                            {"debug", no_argument, NULL, 'g'},
                                            {"podresources-socket", required_argument, NULL, 'P'},
                                            {"slot-grace", required_argument, NULL, 'G'},
+                                           {"audit-interval", required_argument, NULL, 'A'},
+                                           {"unaccounted-tolerance", required_argument, NULL, 'T'},
                                            {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
   const char *metrics = NULL;
-  struct vg_agent_opts agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S};
+  struct vg_agent_opts agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S,
+                                     .audit_interval_s = DEFAULT_AUDIT_INTERVAL_S,
+                                     .audit_tolerance = DEFAULT_AUDIT_TOLERANCE,
+                                     .audit_grace_s = AUDIT_GRACE_S};
   const char *resource = NULL;
   long slots = 0;
   struct vg_plugin_opts opts = {0};
@@ -143,20 +177,28 @@ int main(int argc, char **argv) {
           return 2;
         }
         break;
-      case 'G': {
-        long v = whole(optarg, MAX_SLOT_GRACE_S);
-        if (v < 0) {
-          fprintf(stderr,
-                  "vgpu-device-plugin: --slot-grace: \"%s\" is not a number of seconds from 0 to "
-                  "%d\n",
-                  optarg, MAX_SLOT_GRACE_S);
+      case 'G':
+        if (seconds(optarg, "--slot-grace", MAX_SLOT_GRACE_S, &agent_opts.slot_grace_s) != 0)
+          return 2;
+        break;
+      case 'A':
+        if (seconds(optarg, "--audit-interval", MAX_AUDIT_INTERVAL_S,
+                    &agent_opts.audit_interval_s) != 0)
+          return 2;
+        break;
+      case 'T': {
+        struct vg_err e;
+        if (vg_parse_size(optarg, &agent_opts.audit_tolerance, &e) != 0) {
+          fprintf(stderr, "vgpu-device-plugin: --unaccounted-tolerance: %s\n", e.msg);
           return 2;
         }
-        agent_opts.slot_grace_s = (unsigned)v;
         break;
       }
       case 'h':
         usage(stdout);
+        return 0;
+      case 'V':
+        printf("vgpu-device-plugin %s\n", VG_VERSION);
         return 0;
       default:
         usage(stderr);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "binder.h"
 #include "gate.h"
 #include "gpu_usage.h"
@@ -58,7 +59,9 @@ struct scrape {
   struct gpu_row rows[VG_MAX_GPUS]; /* print_gpus' per-GPU work */
   struct ctr *ctrs;                 /* the containers the kubelet lists, with a region */
   size_t nctrs, cap;
-  unsigned stale; /* slot directories no listed container owns */
+  unsigned stale;                         /* slot directories no listed container owns */
+  struct vg_audit_gpu audit[VG_MAX_GPUS]; /* the memory audit's last pass */
+  unsigned naudit;
 };
 
 /* PodResources: one entry per container and resource; its slot is named by its IDs. */
@@ -141,6 +144,7 @@ static void collect(struct scrape *s) {
       s->src->podresources_socket != NULL ? s->src->podresources_socket : VG_PODRESOURCES_SOCKET;
   s->podresources_up = vg_podresources_list(sock, LIST_TIMEOUT_MS, on_listed, s, &e) == 0;
   read_slots(s);
+  if (s->src->audit != NULL) s->naudit = vg_audit_gpus(s->src->audit, s->audit, VG_MAX_GPUS);
 }
 
 /* ---- printing ---- */
@@ -164,6 +168,12 @@ static int gpu_index(const struct scrape *s, const char *uuid) {
   for (unsigned i = 0; i < s->ngpus; i++)
     if (strcmp(s->gpus[i].uuid, uuid) == 0) return (int)s->gpus[i].index;
   return -1;
+}
+
+static const struct vg_audit_gpu *audit_of(const struct scrape *s, const char *uuid) {
+  for (unsigned i = 0; i < s->naudit; i++)
+    if (strcmp(s->audit[i].uuid, uuid) == 0) return &s->audit[i];
+  return NULL;
 }
 
 static const struct vg_gpu_usage *usage_of(const struct scrape *s, const char *uuid) {
@@ -194,7 +204,7 @@ static void gpu_allocation(const struct scrape *s, const char *uuid, uint64_t to
 }
 
 static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
-  enum { INFO, HEALTHY, TOTAL, ALLOCATED, USED, UTILIZATION, CONTAINERS, FAMILIES };
+  enum { INFO, HEALTHY, TOTAL, ALLOCATED, USED, UTILIZATION, CONTAINERS, UNACCOUNTED, FAMILIES };
   static const struct {
     const char *name, *help;
   } fam[FAMILIES] = {
@@ -207,6 +217,10 @@ static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
       {"vgpu_gpu_memory_used_bytes", "Memory in use on the GPU by every process (NVML)."},
       {"vgpu_gpu_utilization_ratio", "Share of the last sample period a kernel ran (NVML)."},
       {"vgpu_gpu_containers", "Containers holding a slice of the GPU."},
+      {"vgpu_gpu_unaccounted_memory_bytes",
+       "Memory in use on the GPU that no container's region accounts for, beyond the idle "
+       "baseline and the processes' contexts (the memory audit's last pass; a container "
+       "running without libvgpu)."},
   };
   for (unsigned i = 0; i < s->ngpus; i++) {
     struct gpu_row *r = &rows[i];
@@ -242,8 +256,14 @@ static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
           if (r->u != NULL && r->u->utilization >= 0)
             fprintf(f, "%s{%s} %.2f\n", n, l, r->u->utilization / 100.0);
           break;
-        default:
+        case CONTAINERS:
           fprintf(f, "%s{%s} %d\n", n, l, r->containers);
+          break;
+        default: {
+          const struct vg_audit_gpu *a = audit_of(s, r->g->uuid);
+          if (a != NULL && a->auditable)
+            fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)a->unaccounted);
+        }
       }
     }
   }
@@ -295,6 +315,17 @@ static void print_containers(FILE *f, const struct scrape *s) {
     ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
     fprintf(f, "vgpu_container_processes{%s} %d\n", labels, s->ctrs[i].procs);
   }
+  if (s->src->audit != NULL) {
+    family(f, "vgpu_container_unenforced", "gauge",
+           "1 when no process of the container ever joined its region while its GPU holds "
+           "memory no region accounts for: libvgpu most likely did not load there.");
+    for (size_t i = 0; i < s->nctrs; i++) {
+      if (s->ctrs[i].ndev < 0) continue;
+      ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
+      fprintf(f, "vgpu_container_unenforced{%s} %d\n", labels,
+              vg_audit_slot_unenforced(s->src->audit, s->ctrs[i].slot) ? 1 : 0);
+    }
+  }
   family(f, "vgpu_container_limits_pending", "gauge",
          "1 while the container's limits wait for the binder (libvgpu holds its GPU calls).");
   for (size_t i = 0; i < s->nctrs; i++) {
@@ -340,6 +371,15 @@ static void print_agent(FILE *f, const struct scrape *s) {
     vg_slot_gc_get_stats(s->src->slot_gc, &g);
     counter(f, "vgpu_slots_removed_total",
             "Slot directories of gone containers the collector removed.", l, g.removed);
+  }
+  if (s->src->audit != NULL) {
+    struct vg_audit_stats a;
+    vg_audit_get_stats(s->src->audit, &a);
+    counter(f, "vgpu_unaccounted_memory_detections_total",
+            "Times the memory audit found a GPU holding more than its regions account for.", l,
+            a.detections);
+    counter(f, "vgpu_audit_errors_total",
+            "Memory audit passes that could not read NVML or PodResources.", l, a.errors);
   }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;

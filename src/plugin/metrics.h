@@ -7,7 +7,8 @@
  * limits, the memory charged, the GPU time used in the last second, the live
  * processes), named by the kubelet's PodResources API (which pod and
  * container holds the device IDs whose hash names the slot); and the agent's
- * own counters (binder, steering, the Allocate gate, the slot collector). Label names join with
+ * own counters (binder, steering, the Allocate gate, the slot collector) and the memory audit's
+ * last pass (audit.h). Label names join with
  * kube-state-metrics: node, namespace, pod, container. docs/metrics.md lists every family.
  */
 #ifndef VG_PLUGIN_METRICS_H
@@ -20,6 +21,7 @@ struct vg_binder;
 struct vg_steer;
 struct vg_gate;
 struct vg_slot_gc;
+struct vg_audit;
 
 struct vg_metrics_sources {
   const char *node;                /* may be empty */
@@ -30,6 +32,7 @@ struct vg_metrics_sources {
   struct vg_steer *steer;          /* NULL when not running */
   struct vg_gate *gate;            /* NULL when not running */
   struct vg_slot_gc *slot_gc;      /* NULL when not running */
+  struct vg_audit *audit;          /* NULL when not running */
 };
 
 /* The exposition text (malloc'd, NUL-terminated; *len without the NUL), or

@@ -18,6 +18,7 @@
 #include "podresources.h"
 #include "region.h"
 #include "slot.h"
+#include "ticker.h"
 
 #define GC_LIST_TIMEOUT_MS 5000
 #define GC_INTERVAL_MAX_MS 10000
@@ -33,10 +34,8 @@ struct vg_slot_gc {
   unsigned grace_s, interval_ms;
   pthread_rwlock_t *slots_lock;
 
-  pthread_mutex_t lock; /* stats, stopping */
-  pthread_cond_t cond;
-  pthread_t thread;
-  bool started, stopping;
+  pthread_mutex_t lock; /* stats */
+  struct vg_ticker *ticker;
   struct vg_slot_gc_stats stats;
 
   /* Pass only (the thread, or the vg_slot_gc_run_once caller). */
@@ -220,27 +219,7 @@ int vg_slot_gc_run_once(struct vg_slot_gc *g, struct vg_err *err) {
 
 /* ---- the thread ---- */
 
-static void *gc_main(void *arg) {
-  struct vg_slot_gc *g = arg;
-  pthread_mutex_lock(&g->lock);
-  while (!g->stopping) {
-    pthread_mutex_unlock(&g->lock);
-    vg_slot_gc_run_once(g, NULL);
-    pthread_mutex_lock(&g->lock);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += g->interval_ms / 1000;
-    until.tv_nsec += (long)(g->interval_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    while (!g->stopping && pthread_cond_timedwait(&g->cond, &g->lock, &until) != ETIMEDOUT) {
-    }
-  }
-  pthread_mutex_unlock(&g->lock);
-  return NULL;
-}
+static void gc_pass(void *arg) { vg_slot_gc_run_once(arg, NULL); }
 
 static const char *bad_opts(const struct vg_slot_gc_opts *o) {
   if (o->state_dir == NULL || o->state_dir[0] == '\0' || strlen(o->state_dir) >= VG_CONFIG_PATH_MAX)
@@ -277,19 +256,12 @@ struct vg_slot_gc *vg_slot_gc_new(const struct vg_slot_gc_opts *o, struct vg_err
   g->interval_ms = iv < GC_INTERVAL_MIN_MS ? GC_INTERVAL_MIN_MS : iv;
   g->slots_lock = o->slots_lock;
   pthread_mutex_init(&g->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g->cond, &ca);
-  pthread_condattr_destroy(&ca);
   return g;
 }
 
 int vg_slot_gc_start(struct vg_slot_gc *g, struct vg_err *err) {
-  int rc = pthread_create(&g->thread, NULL, gc_main, g);
-  if (rc != 0) return vg_err_set(err, "slot collector: cannot start its thread: %s", strerror(rc));
-  g->started = true;
-  return 0;
+  g->ticker = vg_ticker_start(g->interval_ms, gc_pass, g, "slot collector", err);
+  return g->ticker != NULL ? 0 : -1;
 }
 
 void vg_slot_gc_get_stats(struct vg_slot_gc *g, struct vg_slot_gc_stats *st) {
@@ -300,14 +272,9 @@ void vg_slot_gc_get_stats(struct vg_slot_gc *g, struct vg_slot_gc_stats *st) {
 
 void vg_slot_gc_stop(struct vg_slot_gc *g) {
   if (g == NULL) return;
-  pthread_mutex_lock(&g->lock);
-  g->stopping = true;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-  if (g->started) pthread_join(g->thread, NULL);
+  vg_ticker_stop(g->ticker);
   vg_once_free(&g->logged);
   free(g->unlisted);
-  pthread_cond_destroy(&g->cond);
   pthread_mutex_destroy(&g->lock);
   free(g);
 }

@@ -24,6 +24,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
           "                      [--cache-ttl-ms N] [--no-watch]\n"
+          "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
           "  --policy NAME       placement policy that scores nodes:");
@@ -35,17 +36,16 @@ static void usage(FILE *f) {
           "  --cache-ttl-ms N    reuse a node's inventory and assignments this long in filter\n"
           "                      and prioritize (default 1000; 0 = never; bind always reads\n"
           "                      fresh); while the Pod and Node watches run, until they change\n"
-          "  --no-watch          do not watch Pods and Nodes (views then live --cache-ttl-ms)\n");
+          "  --no-watch          do not watch Pods and Nodes (views then live --cache-ttl-ms)\n"
+          "  --version           print the version and exit\n");
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
-                                       {"kubeconfig", required_argument, NULL, 'k'},
-                                       {"policy", required_argument, NULL, 'p'},
-                                       {"cache-ttl-ms", required_argument, NULL, 't'},
-                                       {"no-watch", no_argument, NULL, 'W'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"listen", required_argument, NULL, 'l'}, {"kubeconfig", required_argument, NULL, 'k'},
+      {"policy", required_argument, NULL, 'p'}, {"cache-ttl-ms", required_argument, NULL, 't'},
+      {"no-watch", no_argument, NULL, 'W'},     {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000;
   bool watch = true;
@@ -80,6 +80,9 @@ int main(int argc, char **argv) {
         break;
       case 'h':
         usage(stdout);
+        return 0;
+      case 'V':
+        printf("vgpu-scheduler %s\n", VG_VERSION);
         return 0;
       default:
         usage(stderr);

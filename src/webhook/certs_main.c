@@ -107,7 +107,7 @@ int vg_wh_certs_main(int argc, char **argv) {
     else if (c == 'h')
       return usage(stdout), 0;
     else if (c == 'V')
-      return printf("vgpu-webhook %s\n", VGPU_VERSION), 0;
+      return printf("vgpu-webhook %s\n", VG_VERSION), 0;
     else if (c != 'd' || parse_days(optarg, &o.days) != 0) {
       if (c == 'd') fprintf(stderr, "vgpu-webhook certs: --days \"%s\": not 31 to 36500\n", optarg);
       return usage(stderr), 2;

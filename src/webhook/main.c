@@ -66,7 +66,7 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
     else if (c == 'h')
       return usage(stdout), 1;
     else if (c == 'V')
-      return printf("vgpu-webhook %s\n", VGPU_VERSION), 1;
+      return printf("vgpu-webhook %s\n", VG_VERSION), 1;
     else
       return usage(stderr), 2;
   }
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
   }
   printf("PORT %d\n", vg_wh_server_port(s));
   fflush(stdout);
-  vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VGPU_VERSION,
+  vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VG_VERSION,
           f.listen, vg_wh_server_port(s), res.n);
   serve(s, &set);
   vg_wh_server_stop(s);

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Renders every deploy/ overlay with the real `kubectl kustomize` (or
 `kustomize build`) and checks what would be applied, structurally: kinds and
-names, namespaces, images, RBAC verbs (least privilege, no wildcards, bindings
+names, namespaces, images (each one `make images` builds, by the reference
+deploy/base/kustomization.yaml gives it, or the stock kube-scheduler), RBAC verbs (least privilege, no wildcards, bindings
 to our service accounts), the DaemonSet's host paths, library install step,
 NODE_NAME and probes, the scheduler's KubeSchedulerConfiguration (extender
 URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
@@ -27,7 +28,13 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
 NS = "vgpu-system"
-IMAGE = "ghcr.io/vgpu/vgpu:v0.1.0"
+sys.path.insert(0, os.path.join(ROOT, "images"))
+import spec  # noqa: E402  images/spec.py: the images `make images` builds and their references
+
+# deploy/base/kustomization.yaml's images: entries (images/spec.py reads them for `make images`)
+REFS = spec.refs()
+NODE_IMAGE = REFS.get("vgpu-node", "vgpu-node")
+CONTROL_IMAGE = REFS.get("vgpu-scheduler", "vgpu-scheduler")
 KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.29.4"
 OVERLAYS = {"vgpu": "vgpu.yaml", "gpushare": "gpushare.yaml",
             "time-slicing": "nvidia-time-slicing.yaml", "cce": "cce.yaml"}
@@ -168,14 +175,15 @@ def check_daemonset(objs, overlay, config_file):
                  "/var/lib/vgpu", "/usr/local/vgpu"):
         check(path in hp.values(), "DaemonSet mounts host path %s" % path)
     init = pod["initContainers"]
-    check(len(init) == 1 and init[0]["image"] == IMAGE, "one init container with %s" % IMAGE)
+    check(len(init) == 1 and init[0]["image"] == NODE_IMAGE,
+          "one init container with %s" % NODE_IMAGE)
     lib_mount = mounts(init[0]).get([n for n, p in hp.items() if p == "/usr/local/vgpu"][0])
     script = " ".join(init[0]["command"])
     check(lib_mount is not None and "/opt/vgpu/lib/libvgpu.so" in script and
           "mv -f" in script and lib_mount + "/libvgpu.so" in script,
           "init step installs libvgpu.so at the host's /usr/local/vgpu/libvgpu.so by rename")
     (ctr,) = pod["containers"]
-    check(ctr["image"] == IMAGE, "device plugin image %s" % ctr["image"])
+    check(ctr["image"] == NODE_IMAGE, "device plugin image %s" % ctr["image"])
     check(ctr["command"][0] == "vgpu-device-plugin", "runs vgpu-device-plugin")
     m = mounts(ctr)
     for name, path in hp.items():
@@ -237,7 +245,7 @@ def check_scheduler(objs, config):
     ctrs = {c["name"]: c for c in pod["containers"]}
     check(set(ctrs) == {"kube-scheduler", "extender"}, "kube-scheduler + extender sidecar")
     ks, ext = ctrs["kube-scheduler"], ctrs["extender"]
-    check(ks["image"] == KUBE_SCHEDULER_IMAGE and ext["image"] == IMAGE,
+    check(ks["image"] == KUBE_SCHEDULER_IMAGE and ext["image"] == CONTROL_IMAGE,
           "scheduler images %s, %s" % (ks["image"], ext["image"]))
     check_probes(ks, "kube-scheduler")
     check_probes(ext, "extender")
@@ -283,7 +291,7 @@ def check_locked_down(ctr, what):
 def check_webhook(objs):
     dep = objs[("Deployment", "vgpu-webhook")]["spec"]["template"]["spec"]
     (ctr,) = dep["containers"]
-    check(ctr["image"] == IMAGE and ctr["command"][0] == "vgpu-webhook", "webhook image, command")
+    check(ctr["image"] == CONTROL_IMAGE and ctr["command"][0] == "vgpu-webhook", "webhook image, command")
     check(dep.get("automountServiceAccountToken") is False, "the webhook mounts no API token")
     check_locked_down(ctr, "webhook")
     listen = [a for a in ctr["command"] if a.startswith("--listen=")]
@@ -323,6 +331,24 @@ def check_webhook(objs):
           ex["vgpu.io/admission"]["values"] == ["ignore"] and
           objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
           "the webhook leaves vgpu-system and kube-system alone")
+
+
+def check_images(objs):
+    """Every image a pod uses is one `make images` builds (images/spec.py: a Dockerfile stage
+    with images/<name>.files, named in the kustomization's images:) or the stock
+    kube-scheduler, and vgpu's images all carry one tag."""
+    built = {n: REFS.get(n) for n in spec.image_names()}
+    check(set(built) == {"vgpu-node", "vgpu-scheduler"} and all(built.values()),
+          "make images builds vgpu-node and vgpu-scheduler, each named in the kustomization: %s"
+          % built)
+    tags = {r.rsplit(":", 1)[1] for r in built.values() if r}
+    check(len(tags) == 1, "vgpu's images have one tag: %s" % sorted(tags))
+    allowed = set(v for v in built.values() if v) | {KUBE_SCHEDULER_IMAGE}
+    for (kind, name), o in objs.items():
+        pod = o.get("spec", {}).get("template", {}).get("spec", {})
+        for c in pod.get("initContainers", []) + pod.get("containers", []):
+            check(c["image"] in allowed, "%s/%s container %s: image %s is built by make images "
+                  "or is %s" % (kind, name, c["name"], c["image"], KUBE_SCHEDULER_IMAGE))
 
 
 def check_flags(objs, bindir):
@@ -366,6 +392,9 @@ def check_overlay(cmd, overlay, config_file, bindir):
     config = check_daemonset(objs, overlay, config_file)
     check_scheduler(objs, config)
     check_webhook(objs)
+
+
+    check_images(objs)
     if bindir:
         check_flags(objs, bindir)
     np = objs[("NetworkPolicy", "vgpu-scheduler-no-ingress")]["spec"]

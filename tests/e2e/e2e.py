@@ -27,6 +27,7 @@ from kube import E2EError
 
 NS = "e2e"
 IMAGE = "localhost/vgpu-e2e/workload:latest"
+OLD_IMAGE = "localhost/vgpu-e2e/old-workload:latest"  # Debian bullseye, glibc 2.31 (images.sh)
 MIB = 1 << 20
 GPU_MEMORY = 8192 * MIB  # run.sh creates two simulated GPUs of 8 GiB
 
@@ -67,9 +68,9 @@ echo "== done"
 
 
 def pod_spec(name, limits, script=PROBE, env=None, scheduler="vgpu-scheduler", node_name=None,
-             annotations=None):
+             annotations=None, image=IMAGE):
     container = {
-        "name": "main", "image": IMAGE, "imagePullPolicy": "Never",
+        "name": "main", "image": image, "imagePullPolicy": "Never",
         "command": ["sh", "-c", script + "\nexec sleep 3600"],
         "resources": {"limits": limits},
     }
@@ -416,6 +417,28 @@ def tamper_visible_devices(ctx):
     mine = json.loads(section(log, own).splitlines()[-1])
     check(mine["oom"] and mine["allocated_bytes"] <= 2000 * MIB,
           "the assigned GPU was not limited", state)
+    delete_pods(ctx)
+
+
+# The probe in the old image: its glibc first, no `vgpu status` (the CLI is built for this
+# host's glibc; only vgpu-burn is in that image), and every line's stderr, where ld.so complains.
+OLD_PROBE = 'echo "== glibc"; getconf GNU_LIBC_VERSION 2>&1\n' + "\n".join(
+    line for line in PROBE.splitlines() if not line.startswith('echo "== status"'))
+
+
+@case("old-userland-preload")
+def old_userland_preload(ctx):
+    """In an image with an old glibc (Debian bullseye's 2.31, as in UBI 8 or
+    Ubuntu 20.04 CUDA images) ld.so loads libvgpu.so from /etc/ld.so.preload
+    and the container's memory limit holds."""
+    name = "old-userland"
+    log = run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"},
+                  script=OLD_PROBE, image=OLD_IMAGE)
+    state = kube.pod_summary(name, NS) + "\nlog:\n" + log
+    check(section(log, "glibc").startswith("glibc 2.31"), "the image's glibc is not 2.31", state)
+    check("cannot be preloaded" not in log and "GLIBC_2." not in log,
+          "ld.so refused libvgpu.so or the simulated driver", state)
+    check_inside(name, log, 2000 * MIB)
     delete_pods(ctx)
 
 

@@ -77,12 +77,14 @@ main() {
   bash scripts/e2e/images.sh pause
   # shellcheck disable=SC2046
   bash scripts/e2e/images.sh workload build/e2e/images/workload.tar $(workload_files)
+  # Debian bullseye (glibc 2.31) plus vgpu-burn, for the old-userland case; cached.
+  bash scripts/e2e/images.sh oldworkload build/e2e/images/old-workload.tar "$BUILD/bin/vgpu-burn"
   bash scripts/e2e/cluster.sh down >/dev/null 2>&1 || true
   trap cleanup EXIT
   mkdir -p "$VGPU_E2E_STATE/logs"
   # Next to the state dir, not in it: cluster.sh up wipes the state dir.
   VGPU_E2E_RUNTIME=$(write_runtime) bash scripts/e2e/cluster.sh up
-  bash scripts/e2e/images.sh import build/e2e/images/workload.tar
+  bash scripts/e2e/images.sh import build/e2e/images/workload.tar build/e2e/images/old-workload.tar
   # The images the seeds' pod specs name, served by the cluster's registry (containerd's mirror).
   bash scripts/e2e/images.sh push build/e2e/images/workload.tar docker.io/chrstnhntschl/gpu_burn:latest \
     docker.io/cheyang/gpu-player:v2 nvcr.io/nvidia/cuda:12.6.1-base-ubuntu22.04

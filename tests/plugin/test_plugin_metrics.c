@@ -8,9 +8,11 @@
  * does exactly this) and charges 256 MiB, so the scrape must show a's limit,
  * use, compute limit and one process, the GPU's allocation, and the agent's
  * own counters; an injected XID must turn the GPU's health gauge to 0. The
- * slot directory of a deleted pod is removed and its series with it.
+ * slot directory of a deleted pod is removed and its series with it. A
+ * workload running without libvgpu is noticed by the memory audit.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +278,100 @@ static void test_gone_pod_slot_removed(void **state) {
 }
 
 /* A --metrics address that cannot be served stops the plugin with the reason. */
+/* The unaccounted memory of GPU uu once it is at least min (-1 when absent). */
+static double unaccounted(int port, const char *uu, double min, double seconds) {
+  double v = -1;
+  for (int i = 0; i < (int)(seconds * 10); i++) {
+    v = sample(scrape(port), "vgpu_gpu_unaccounted_memory_bytes", uu, NULL);
+    if (v >= min) break;
+    usleep(100000);
+  }
+  return v;
+}
+
+/* vgpu-burn holding 2 GiB on GPU uuid, with or without libvgpu in the region at region. */
+static pid_t burn_on(struct setup *s, const char *uuid, const char *region) {
+  vg_env_set(&s->env, "NVIDIA_VISIBLE_DEVICES", uuid);
+  if (region != NULL) {
+    vg_env_set(&s->env, "LD_PRELOAD", vg_build_path("lib/libvgpu.so"));
+    vg_env_set(&s->env, "CUDA_DEVICE_MEMORY_SHARED_CACHE", region);
+  }
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-burn"), "--alloc", "2g", "--hold", "60", NULL};
+  pid_t pid = vg_spawn(&s->env, argv);
+  vg_env_unset(&s->env, "NVIDIA_VISIBLE_DEVICES");
+  vg_env_unset(&s->env, "LD_PRELOAD");
+  return pid;
+}
+
+/* A workload the preload missed (vgpu-burn run without libvgpu, as in an
+ * image whose glibc refused it) holds 2 GiB on pod a's GPU: the audit shows
+ * the memory as unaccounted, counts one detection, calls pod a unenforced
+ * (its region never had a process) and says so in the log; the same
+ * workload under libvgpu in a's region is fully accounted for; once the
+ * workload is gone the GPU is cleared. */
+static void test_unaccounted_memory(void **state) {
+  struct setup *s = *state;
+  const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", NULL};
+  memcpy(s->extra_args, args, sizeof(args));
+  char kubeconfig[500], u0[128], u1[128], uu[200], uu0[200];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  int port = metrics_port(s);
+  static char a[1 << 16];
+  assign(s, "a", u1, 3000 * MIB, 0, a, sizeof(a));
+  char region[600], dir[600];
+  region_path(a, region, sizeof(region));
+  slot_dir(a, dir, sizeof(dir));
+  backdate(dir, 120); /* allocated two minutes ago: past the one-minute grace */
+  snprintf(uu, sizeof(uu), "uuid=\"%s\"", u1);
+  snprintf(uu0, sizeof(uu0), "uuid=\"%s\"", u0);
+
+  /* Under libvgpu: charged, so nothing is unaccounted. */
+  pid_t burn = burn_on(s, u1, region);
+  for (int i = 0; i < 100; i++) { /* until its 2 GiB are charged */
+    if (sample(scrape(port), "vgpu_container_memory_used_bytes", "pod=\"a\"", NULL) >= 2048 * MIB)
+      break;
+    usleep(100000);
+  }
+  usleep(2500000); /* two audit passes */
+  const char *m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_container_memory_used_bytes", "pod=\"a\"", NULL), 2048 * MIB);
+  assert_int_equal(sample(m, "vgpu_gpu_unaccounted_memory_bytes", uu, NULL), 0);
+  assert_int_equal(sample(m, "vgpu_container_unenforced", "pod=\"a\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_unaccounted_memory_detections_total", NULL), 0);
+  kill(burn, SIGTERM);
+  vg_wait(burn);
+
+  /* Pod b on the same GPU: a region no process ever joins. */
+  static char b[1 << 16];
+  assign(s, "b", u1, 3000 * MIB, 0, b, sizeof(b));
+  region_path(b, region, sizeof(region));
+  slot_dir(b, dir, sizeof(dir));
+  backdate(dir, 120);
+
+  /* Without libvgpu: 2 GiB no region accounts for. */
+  burn = burn_on(s, u1, NULL);
+  assert_int_equal(unaccounted(port, uu, 2048 * MIB, 10), 2048 * MIB);
+  assert_true(wait_log(s, "no container's region accounts for", 5));
+  assert_true(wait_log(s, "container default/b/c", 5));
+  m = scrape(port);
+  if (getenv("VG_TEST_VERBOSE") != NULL) fputs(m, stderr);
+  promtool_accepts(s, m);
+  assert_int_equal(sample(m, "vgpu_container_unenforced", "pod=\"b\"", NULL), 1);
+  assert_int_equal(sample(m, "vgpu_container_unenforced", "pod=\"a\"", NULL), 0); /* joined */
+  assert_int_equal(sample(m, "vgpu_gpu_unaccounted_memory_bytes", uu0, NULL), 0);
+  assert_int_equal(sample(m, "vgpu_unaccounted_memory_detections_total", NULL), 1);
+
+  /* The workload ends: cleared. */
+  kill(burn, SIGTERM);
+  vg_wait(burn);
+  assert_true(wait_log(s, "is accounted for again", 5));
+  m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_gpu_unaccounted_memory_bytes", uu, NULL), 0);
+  assert_int_equal(sample(m, "vgpu_container_unenforced", "pod=\"b\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_unaccounted_memory_detections_total", NULL), 1);
+}
+
 static void test_bad_metrics_address(void **state) {
   struct setup *s = *state;
   static const char *const bad[][2] = {{"nonsense", "not ADDR:PORT"},
@@ -302,6 +398,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gone_pod_slot_removed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unaccounted_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,12 +148,15 @@ static void test_join_and_leave(void **s) {
   struct vg_shm shm;
   struct vg_err err;
   assert_int_equal(vg_region_open(&shm, g_path, &err), 0);
+  assert_false(vg_region_joined(vg_region_of(&shm)));
   /* Our own slot counts as alive although F_GETLK cannot see our lock. */
   int first = vg_region_join(&shm, getpid());
   assert_true(first >= 0);
   assert_true(vg_shm_slot_alive(&shm, (unsigned)first));
   vg_region_leave(&shm, first);
   assert_int_equal(vg_region_of(&shm)->proc[first].pid, 0);
+  /* The node agent's audit still sees that libvgpu once ran here. */
+  assert_true(vg_region_joined(vg_region_of(&shm)));
   vg_shm_close(&shm);
 }
 
