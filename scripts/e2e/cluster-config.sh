@@ -62,7 +62,8 @@ EOF
 
 # One bridge network on $BRIDGE (made by cluster.sh with the node IP as its address and the pods'
 # gateway), host-local addresses from $POD_SUBNET kept under $CNI_DIR. No masquerading and no
-# forwarding: pods reach the node and each other, not the outside.
+# forwarding: pods reach the node and each other, not the outside. One route, to the Service range
+# through the node, where the `kubernetes` Service's DNAT waits (cluster-host.sh).
 write_cni_config() {
   local prefix=${POD_SUBNET%.*}
   [ -x /usr/lib/cni/bridge ] || e2e_die "/usr/lib/cni/bridge missing: run scripts/e2e/deps.sh (containernetworking-plugins)"
@@ -81,6 +82,7 @@ write_cni_config() {
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$prefix.10", "gateway": "$NODE_IP"}]],
+        "routes": [{"dst": "$SERVICE_RANGE", "gw": "$NODE_IP"}],
         "dataDir": "$CNI_DIR/ipam"
       }
     }

@@ -62,8 +62,8 @@ def e2e_plugin_config():
         return f.read()
 
 
-def image_archives():
-    d = os.path.join(ROOT, "build", "images")
+def image_archives(build):
+    d = os.path.join(build, "images")
     tars = sorted(os.path.join(d, t) for t in os.listdir(d) if t.endswith(".tar")) \
         if os.path.isdir(d) else []
     if not tars:
@@ -97,7 +97,7 @@ class Installation:
         images = os.path.join(ROOT, "scripts", "e2e", "images.sh")
         self.run(["bash", images, "kube-scheduler"])
         self.run(["bash", images, "import", os.path.join(ROOT, "build", "e2e", "images",
-                                                          "kube-scheduler.tar"), *image_archives()])
+                                                          "kube-scheduler.tar"), *image_archives(self.build)])
 
     def label_node(self):
         kube.kubectl("label", "node", self.node, GPU_LABEL + "=true", "--overwrite")
