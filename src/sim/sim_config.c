@@ -104,10 +104,17 @@ int vg_sim_config_from_env(struct vg_sim_config *cfg, struct vg_err *err) {
   return 0;
 }
 
+/* Without VGPU_SIM_STATE, a container's processes still find the state the
+ * runtime mounted at VG_SIM_CONTAINER_STATE: the runtime wrapper sets the
+ * variable in the container's spec, but `kubectl exec` processes get the
+ * environment Kubernetes knows, not the wrapper's — as with the real driver,
+ * whose device nodes need no variable. */
 void vg_sim_state_path(char *buf, size_t len) {
   const char *v = getenv("VGPU_SIM_STATE");
   if (v != NULL && *v != '\0')
     snprintf(buf, len, "%s", v);
+  else if (access(VG_SIM_CONTAINER_STATE, R_OK | W_OK) == 0)
+    snprintf(buf, len, "%s", VG_SIM_CONTAINER_STATE);
   else
     snprintf(buf, len, "/dev/shm/vgpu-sim-%u.state", (unsigned)getuid());
 }

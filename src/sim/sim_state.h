@@ -122,7 +122,11 @@ struct vg_sim {
 
 /* Reads VGPU_SIM_* from the environment; -1 with err naming variable and value. */
 int vg_sim_config_from_env(struct vg_sim_config *cfg, struct vg_err *err);
-/* Path of the state file: $VGPU_SIM_STATE or /dev/shm/vgpu-sim-<uid>.state. */
+/* Where the state lives in a container the e2e runtime gave the simulated
+ * driver (tests/e2e/sim-runtime.in mounts it there). */
+#define VG_SIM_CONTAINER_STATE "/run/vgpu-sim/state"
+/* Path of the state file: $VGPU_SIM_STATE, else VG_SIM_CONTAINER_STATE when
+ * it exists, else /dev/shm/vgpu-sim-<uid>.state. */
 void vg_sim_state_path(char *buf, size_t len);
 /* Deterministic identity of device i. */
 void vg_sim_device_uuid(unsigned i, char *buf, size_t len);

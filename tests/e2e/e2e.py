@@ -719,10 +719,14 @@ def seed_case(ctx, dialect, file, app, replicas, memory, cores=None, limited=Tru
             log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
             check_inside(name, log, memory, cores, limited, ns=SEED_NS)
     finally:
-        kube.kubectl("delete", "-f", "-", "--wait=true", stdin=seed_objects(file), timeout=180)
-        kube.wait_for("Deployment %s's pods to go" % app, lambda: not deployment_pods(app) and
-                      not json.loads(kube.kubectl("-n", SEED_NS, "get", "pods", "-l", "app=" + app,
-                                                  "-o", "json"))["items"], 150)
+        # As delete_pods: until their containers stopped (their devices are free), not until a
+        # 1.20 kubelet got round to removing the objects.
+        names = [p["metadata"]["name"] for p in deployment_pods(app)]
+        kube.kubectl("delete", "-f", "-", "--wait=false", stdin=seed_objects(file))
+        for name in names:
+            kube.wait_for("pod %s/%s to stop" % (SEED_NS, name),
+                          lambda: kube.pod_stopped(name, SEED_NS), 120,
+                          state=lambda: kube.pod_summary(name, SEED_NS))
 
 
 @case("seed-000-vgpu")
