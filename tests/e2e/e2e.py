@@ -21,6 +21,8 @@ import sys
 import time
 import traceback
 
+import yaml
+
 import install
 import kube
 from kube import E2EError
@@ -226,7 +228,7 @@ def registration(ctx):
     """The plugin registers every dialect's resource with the real kubelet
     and publishes the GPU inventory on the Node."""
     want = {"nvidia.com/vgpu": 8, "aliyun.com/gpu-mem": 16384, "volcano.sh/gpu-mem.128Mi": 128,
-            "nvidia.com/gpu.shared": 4}
+            "nvidia.com/gpu": 4}
     wait_capacity(ctx, want)
     inv = inventory(ctx)
     check(len(inv["gpus"]) == 2, "inventory lists %d GPUs" % len(inv["gpus"]), json.dumps(inv))
@@ -286,7 +288,7 @@ def quantities_cce(ctx):
 @case("quantities-time-slicing")
 def quantities_time_slicing(ctx):
     """A renamed time-slicing replica: one GPU, NVIDIA's behaviour (no limit)."""
-    quantity_case(ctx, "q-ts", {"nvidia.com/gpu.shared": "1"}, GPU_MEMORY // 2, limited=False)
+    quantity_case(ctx, "q-ts", {"nvidia.com/gpu": "1"}, GPU_MEMORY, limited=False)
     delete_pods(ctx)
 
 
@@ -333,7 +335,7 @@ def gpu0_and_gpu1(ctx):
         ("share", {"aliyun.com/gpu-mem": "2048"}, 2048 * MIB, None, True),
         ("cce", {"volcano.sh/gpu-mem.128Mi": "16", "volcano.sh/gpu-core.percentage": "10"},
          16 * 128 * MIB, 10, True),
-        ("ts", {"nvidia.com/gpu.shared": "1"}, GPU_MEMORY // 2, None, False),
+        ("ts", {"nvidia.com/gpu": "1"}, GPU_MEMORY, None, False),
     ]
     for tag, limits, memory, cores, limited in dialects:
         names = ["%s-a" % tag, "%s-b" % tag]
@@ -513,7 +515,7 @@ def survives_restart(ctx, tag, restart, want, timeout):
 def plugin_restart(ctx):
     """The plugin stops and starts again: a running pod keeps running, the
     resources come back, a new pod is admitted."""
-    survives_restart(ctx, "plugin", ctx.agents.restart_plugin, {"nvidia.com/vgpu": 8, "nvidia.com/gpu.shared": 4}, 90)
+    survives_restart(ctx, "plugin", ctx.agents.restart_plugin, {"nvidia.com/vgpu": 8, "nvidia.com/gpu": 4}, 90)
 
 
 @case("kubelet-restart")
@@ -704,55 +706,54 @@ def wait_seed_pods(app, replicas):
                                                  for p in deployment_pods(app)))
 
 
-def seed_case(ctx, dialect, file, app, replicas, memory, cores=None, limited=True):
-    """Under deploy/overlays/DIALECT, the seed's Deployment as written runs
-    REPLICAS pods, each routed to vgpu-scheduler by admission and placed by
-    the extender, each container limited as the seed asks."""
-    ctx.agents.apply(dialect)
-    kube.kubectl("apply", "-f", "-", stdin=seed_objects(file))
+def check_seed(app, replicas, memory, cores=None, limited=True):
+    """Each of the Deployment's pods was routed to vgpu-scheduler by the
+    webhook, placed by the extender, and its container is limited as the
+    seed asks (the probe run with kubectl exec)."""
+    for pod in wait_seed_pods(app, replicas):
+        name = pod["metadata"]["name"]
+        check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
+              "admission did not send the pod to vgpu-scheduler", kube.pod_summary(name, SEED_NS))
+        log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
+        check_inside(name, log, memory, cores, limited, ns=SEED_NS)
+
+
+def delete_seeds(files):
+    """As delete_pods: until the containers stopped (their devices are free),
+    not until a 1.20 kubelet got round to removing the objects."""
+    names = []
+    for file in files:
+        for doc in yaml.safe_load_all(seed_objects(file)):
+            names += [p["metadata"]["name"] for p in deployment_pods(doc["metadata"]["name"])]
+        kube.kubectl("delete", "-f", "-", "--wait=false", "--ignore-not-found",
+                     stdin=seed_objects(file))
+    for name in names:
+        kube.wait_for("pod %s/%s to stop" % (SEED_NS, name),
+                      lambda: kube.pod_stopped(name, SEED_NS), 120,
+                      state=lambda: kube.pod_summary(name, SEED_NS))
+
+
+def run_seeds(files, checks):
+    for file in files:
+        kube.kubectl("apply", "-f", "-", stdin=seed_objects(file))
     try:
-        for pod in wait_seed_pods(app, replicas):
-            name = pod["metadata"]["name"]
-            state = kube.pod_summary(name, SEED_NS)
-            check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
-                  "admission did not send the pod to vgpu-scheduler", state)
-            log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
-            check_inside(name, log, memory, cores, limited, ns=SEED_NS)
+        for args in checks:
+            check_seed(*args)
     finally:
-        # As delete_pods: until their containers stopped (their devices are free), not until a
-        # 1.20 kubelet got round to removing the objects.
-        names = [p["metadata"]["name"] for p in deployment_pods(app)]
-        kube.kubectl("delete", "-f", "-", "--wait=false", stdin=seed_objects(file))
-        for name in names:
-            kube.wait_for("pod %s/%s to stop" % (SEED_NS, name),
-                          lambda: kube.pod_stopped(name, SEED_NS), 120,
-                          state=lambda: kube.pod_summary(name, SEED_NS))
+        delete_seeds(files)
 
 
-@case("seed-000-vgpu")
-def seed_vgpu(ctx):
-    """Seeds 000/001: HAMi's Deployment, no schedulerName: 200 MiB, cores 0."""
-    seed_case(ctx, "vgpu", "000-vgpu.yaml", "gpu-burn-test", 1, 200 * MIB)
-
-
-@case("seed-002-gpushare")
-def seed_gpushare(ctx):
-    """Seed 002: Aliyun's binpack-1, 3803 MiB, no schedulerName."""
-    seed_case(ctx, "gpushare", "002-gpushare.yaml", "binpack-1", 1, 3803 * MIB)
-
-
-@case("seed-003-time-slicing")
-def seed_time_slicing(ctx):
-    """Seed 003: NVIDIA's 4 replicas of nvidia.com/gpu: 1 on NVIDIA's own
-    time-slicing file: every replica runs, none memory-limited (as NVIDIA)."""
-    seed_case(ctx, "time-slicing", "003-time-slicing.yaml", "gpu-test", 4, GPU_MEMORY,
-              limited=False)
-
-
-@case("seed-004-cce")
-def seed_cce(ctx):
-    """Seed 004: CCE's schedulerName volcano, 40 x 128 MiB and 25 percent."""
-    seed_case(ctx, "cce", "004-cce.yaml", "gpu-app", 1, 40 * 128 * MIB, 25)
+@case("seeds")
+def seeds(ctx):
+    """The seeds' Deployments as written, every dialect on one node, through
+    the admission path: 000/001 (HAMi, no schedulerName: 200 MiB, cores 0),
+    002 (Aliyun, 3803 MiB), 004 (CCE, schedulerName volcano, 40 x 128 MiB and
+    25 percent), then 003 (NVIDIA's 4 replicas of nvidia.com/gpu: 1, which take
+    every replica of both GPUs: each runs, none memory-limited, as NVIDIA's)."""
+    run_seeds(["000-vgpu.yaml", "002-gpushare.yaml", "004-cce.yaml"],
+              [("gpu-burn-test", 1, 200 * MIB), ("binpack-1", 1, 3803 * MIB),
+               ("gpu-app", 1, 40 * 128 * MIB, 25)])
+    run_seeds(["003-time-slicing.yaml"], [("gpu-test", 4, GPU_MEMORY, None, False)])
 
 
 @case("uninstall")

@@ -11,12 +11,14 @@ here on every run:
 3. preflight: deploy/preflight.sh against the cluster (a pod of the node
    image on the GPU node checks the runtime gives it NVML and GPUs, the
    kubelet's sockets, the API);
-4. `kubectl apply -k` an overlay: deploy/overlays/<dialect> or, for the
-   cases, deploy/base with every dialect at once (config.yaml.in); on top of
-   it the two settings docs/install.md gives for a Kubernetes older than
-   1.25: kube-scheduler's tag = the cluster's version, and its configuration
-   as kubescheduler.config.k8s.io/v1beta1. One e2e-only setting: the plugin's
-   --slot-grace=15, so cleanup-after-delete does not wait a minute;
+4. `kubectl apply -k` of an overlay of deploy/base with every dialect at
+   once (config.yaml.in, as a copied overlay with your own config.yaml is,
+   docs/deploy.md), with the settings docs/install.md gives for a Kubernetes
+   older than 1.25: kube-scheduler's tag = the cluster's version, its
+   configuration as kubescheduler.config.k8s.io/v1beta1, and (1.20) the
+   label that keeps kube-system out of the webhook. One e2e-only setting:
+   the plugin's --slot-grace=15, so cleanup-after-delete does not wait a
+   minute;
 5. wait: every DaemonSet and Deployment rolled out, every Job complete;
 6. (uninstall) `kubectl delete -k`, then the node's /usr/local/vgpu and
    /var/lib/vgpu removed; uninstalled() says what is left.
@@ -78,7 +80,6 @@ class Installation:
         self.env, self.build, self.work = env, build, work
         self.overlay = os.path.join(work, "overlay")
         self.node = env["VGPU_E2E_NODE"]
-        self.dialect = None
 
     # ---- the steps
 
@@ -102,26 +103,21 @@ class Installation:
     def label_node(self):
         kube.kubectl("label", "node", self.node, GPU_LABEL + "=true", "--overwrite")
 
-    def write_overlay(self, dialect):
-        """An overlay of deploy/overlays/DIALECT (None: deploy/base with
-        config.yaml.in) with the settings of an old Kubernetes."""
+    def write_overlay(self):
+        """deploy/base, config.yaml.in, the settings of an old Kubernetes."""
         if os.path.isdir(self.overlay):
             shutil.rmtree(self.overlay)
         os.makedirs(self.overlay)
-        base = os.path.join(ROOT, "deploy", "overlays", dialect) if dialect else \
-            os.path.join(ROOT, "deploy", "base")
-        generators = [{"name": "vgpu-scheduler-config", "namespace": NS, "behavior": "replace",
-                       "files": ["scheduler-config.yaml"]}]
         with open(os.path.join(self.overlay, "scheduler-config.yaml"), "w") as f:
             yaml.safe_dump(scheduler_config_v1beta1(), f)
-        if dialect is None:
-            with open(os.path.join(self.overlay, "config.yaml"), "w") as f:
-                f.write(e2e_plugin_config())
-            generators.append({"name": "vgpu-device-plugin-config", "namespace": NS,
-                               "files": ["config.yaml"]})
+        with open(os.path.join(self.overlay, "config.yaml"), "w") as f:
+            f.write(e2e_plugin_config())
         kustomization = {
-            "resources": [os.path.relpath(base, self.overlay)],
-            "configMapGenerator": generators,
+            "resources": [os.path.relpath(os.path.join(ROOT, "deploy", "base"), self.overlay)],
+            "configMapGenerator": [
+                {"name": "vgpu-scheduler-config", "namespace": NS, "behavior": "replace",
+                 "files": ["scheduler-config.yaml"]},
+                {"name": "vgpu-device-plugin-config", "namespace": NS, "files": ["config.yaml"]}],
             "images": [{"name": "registry.k8s.io/kube-scheduler",
                         "newTag": "v" + self.kube_version()}],
             "patches": [{"target": {"kind": "DaemonSet", "name": PLUGIN}, "patch": json.dumps([
@@ -138,15 +134,14 @@ class Installation:
     def rendered(self):
         return [o for o in yaml.safe_load_all(kube.kubectl("kustomize", self.overlay)) if o]
 
-    def apply(self, dialect):
-        self.write_overlay(dialect)
+    def apply(self):
+        self.write_overlay()
         if tuple(int(x) for x in self.kube_version().split(".")[:2]) < (1, 21):
             # No kubernetes.io/metadata.name label before 1.21: kube-system is kept out of the
             # webhook by this label instead (docs/install.md, step 4).
             kube.kubectl("label", "namespace", "kube-system", "vgpu.io/admission=ignore",
                          "--overwrite")
         kube.kubectl("apply", "-k", self.overlay, timeout=120)
-        self.dialect = dialect
         self.wait_ready()
 
     def wait_ready(self):
@@ -162,33 +157,40 @@ class Installation:
         kube.wait_for("the device plugin's /healthz", self.plugin_healthy, 60,
                       state=lambda: self.tail(PLUGIN))
 
-    def start(self, dialect=None):
+    def start(self):
         self.load_images()
         self.label_node()
         self.preflight()
-        self.apply(dialect)
+        self.apply()
 
     # ---- uninstall
 
     def stop(self):
         """Uninstall: the objects, then the node's directories."""
+        # Not --wait: a 1.20 kubelet can take a minute to remove a deleted pod's object (e2e.md),
+        # and the namespace waits for that; what matters is that nothing of vgpu runs.
         if os.path.isdir(self.overlay):
-            kube.kubectl("delete", "-k", self.overlay, "--ignore-not-found", "--wait=true",
-                         timeout=240, check=False)
-        kube.wait_for("vgpu's pods to go", lambda: not self.pods(), 120,
-                      state=lambda: kube.kubectl("-n", NS, "get", "pods", check=False))
+            kube.kubectl("delete", "-k", self.overlay, "--ignore-not-found", "--wait=false",
+                         timeout=120, check=False)
+        for pod in self.pods():
+            name = pod["metadata"]["name"]
+            kube.wait_for("pod %s/%s to stop" % (NS, name), lambda: kube.pod_stopped(name, NS), 120,
+                          state=lambda: kube.pod_summary(name, NS))
         kube.kubectl("label", "node", self.node, GPU_LABEL + "-", check=False)
         kube.kubectl("label", "namespace", "kube-system", "vgpu.io/admission-", check=False)
         for d in HOST_DIRS:
             shutil.rmtree(d, ignore_errors=True)
 
     def leftovers(self):
-        """What an uninstall left behind: objects of vgpu, host paths, sockets."""
+        """What an uninstall left behind: objects of vgpu, host paths, sockets.
+        The namespace may still be Terminating (its pods' objects go when the
+        kubelet gets round to it); its containers have stopped (stop())."""
         left = []
         for kind in ("clusterrole", "clusterrolebinding", "mutatingwebhookconfiguration"):
             out = kube.kubectl("get", kind, "-o", "name", check=False)
             left += [n for n in out.split() if "vgpu" in n]
-        if kube.get("namespace", NS):
+        ns = kube.get("namespace", NS)
+        if ns and ns["status"].get("phase") != "Terminating":
             left.append("namespace/" + NS)
         left += [d for d in HOST_DIRS if os.path.exists(d)]
         sockets = "/var/lib/kubelet/device-plugins"
