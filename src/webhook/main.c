@@ -118,8 +118,8 @@ int main(int argc, char **argv) {
   }
   printf("PORT %d\n", vg_wh_server_port(s));
   fflush(stdout);
-  vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VG_VERSION,
-          f.listen, vg_wh_server_port(s), res.n);
+  vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VG_VERSION, f.listen,
+          vg_wh_server_port(s), res.n);
   serve(s, &set);
   vg_wh_server_stop(s);
   return 0;
