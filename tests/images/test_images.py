@@ -217,7 +217,11 @@ def main():
     check_dockerfile(version)
     check_refs(version)
     bindir, libdir = arg("--bin-dir"), arg("--lib-dir")
-    if bindir and libdir:
+    if "--sanitized" in sys.argv:
+        # The images hold the release build; a sanitizer build's programs link more
+        # (the runtime keeps every NEEDED entry: absl, re2, ssl... behind gRPC).
+        print("package lists vs linked libraries: not checked in a sanitizer build")
+    elif bindir and libdir:
         check_packages(bindir, libdir, version)
     images = arg("--images-dir")
     for name in NAMES:
