@@ -653,6 +653,11 @@ def admission_refusals(ctx):
               "the refusal does not say why (%s): %s" % (", ".join(words), err))
 
 
+def webhook_endpoints():
+    ep = kube.get("endpoints", "vgpu-webhook", install.NS) or {}
+    return [a for sub in ep.get("subsets") or [] for a in sub.get("addresses") or []]
+
+
 @case("admission-webhook-down")
 def admission_webhook_down(ctx):
     """failurePolicy Fail, as docs/admission.md warns: with no webhook pod,
@@ -661,8 +666,10 @@ def admission_webhook_down(ctx):
     scale = ["-n", install.NS, "scale", "deployment/vgpu-webhook"]
     kube.kubectl(*scale, "--replicas=0")
     try:
-        kube.wait_for("the webhook's pods to go", lambda: not ctx.agents.pods(
-            "app.kubernetes.io/name=vgpu-webhook"), 90)
+        # What the API server calls: the Service's ready endpoints (the pods' objects may
+        # linger a minute on a 1.20 kubelet after their containers stopped).
+        kube.wait_for("the webhook's endpoints to empty", lambda: not webhook_endpoints(), 90,
+                      state=lambda: json.dumps(kube.get("endpoints", "vgpu-webhook", install.NS)))
         err = create_refused(pod_spec("while-down", {"nvidia.com/vgpu": "1"}, scheduler=None))
         if err is None:
             ctx.created.append("while-down")
