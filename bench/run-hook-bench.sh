@@ -16,25 +16,49 @@
 # valgrind --tool=callgrind with fixed iteration counts and reports
 # instructions per operation: slower, but the same numbers on every run.
 #
-# usage: bash bench/run-hook-bench.sh [--callgrind] [--runs N]   (repo root, after make)
+# --real measures on NVIDIA's driver instead of the simulator (a machine
+# with a GPU; tests/gpu/lent-machine.sh runs it), where a call costs what it
+# costs in production -- the simulator's calls are far cheaper, so the same
+# added nanoseconds give a larger ratio there. --launch measures kernel
+# launches (vgpu-bench-launch: cuLaunchKernel, cuLaunchKernelEx) instead of
+# the memory and query calls; its with+limit is CUDA_DEVICE_SM_LIMIT=50.
+#
+# usage: bash bench/run-hook-bench.sh [--callgrind] [--runs N] [--real] [--launch]
+#          [--iters N] [--alloc-iters N]                  (repo root, after make)
 # env:   VGPU_BUILD_DIR (default build)
 
 set -euo pipefail
 
 usage() {
-  echo "usage: bash bench/run-hook-bench.sh [--callgrind] [--runs N]"
-  echo "  --runs N      alternating rounds of the three configurations (default 5)"
-  echo "  --callgrind   count instructions per operation with valgrind instead of timing"
+  echo "usage: bash bench/run-hook-bench.sh [--callgrind] [--runs N] [--real] [--launch] [--iters N] [--alloc-iters N]"
+  echo "  --runs N        alternating rounds of the three configurations (default 5)"
+  echo "  --callgrind     count instructions per operation with valgrind instead of timing"
+  echo "  --real          NVIDIA's driver instead of the simulator (needs a GPU)"
+  echo "  --launch        kernel launches (vgpu-bench-launch) instead of memory and query calls"
+  echo "  --iters N       calls per round of the cheap cases (the benchmark's default otherwise)"
+  echo "  --alloc-iters N alloc/free pairs per round (hook) or launches per batch (--launch)"
 }
 
 mode="time"
 runs=5
+driver=sim
+what=hook
+iter_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --callgrind) mode=callgrind ;;
-    --runs)
-      [ $# -ge 2 ] || { echo "run-hook-bench: --runs needs a value" >&2; exit 2; }
-      runs=$2
+    --real) driver=real ;;
+    --launch) what=launch ;;
+    --runs | --iters | --alloc-iters)
+      [ $# -ge 2 ] || { echo "run-hook-bench: $1 needs a value" >&2; exit 2; }
+      case "$2" in
+        '' | *[!0-9]* | 0) echo "run-hook-bench: $1: '$2' is not a whole number > 0" >&2; exit 2 ;;
+      esac
+      case "$1" in
+        --runs) runs=$2 ;;
+        --iters) iter_args+=(--iters "$2") ;;
+        --alloc-iters) iter_args+=(--alloc-iters "$2") ;;
+      esac
       shift
       ;;
     -h | --help) usage; exit 0 ;;
@@ -42,19 +66,32 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$runs" in
-  '' | *[!0-9]* | 0) echo "run-hook-bench: --runs: '$runs' is not a whole number > 0" >&2; exit 2 ;;
-esac
 
 build=${VGPU_BUILD_DIR:-build}
 build=$(cd "$build" 2>/dev/null && pwd) || {
   echo "run-hook-bench: build directory '${VGPU_BUILD_DIR:-build}' not found; run 'make' first (from the repo root)" >&2
   exit 1
 }
-bench=$build/bin/vgpu-bench-hook
 simdir=$build/sim
 lib=$build/lib/libvgpu.so
-for f in "$bench" "$simdir/libcuda.so.1" "$lib"; do
+if [ "$what" = launch ]; then
+  bench=$build/bin/vgpu-bench-launch
+  cases="launch launch_ex"
+  limit_env=CUDA_DEVICE_SM_LIMIT=50
+  # vgpu-bench-launch calls its batch size --batch.
+  iter_args=("${iter_args[@]/--alloc-iters/--batch}")
+else
+  bench=$build/bin/vgpu-bench-hook
+  cases="alloc_free device_total_mem driver_version ctx_get_device"
+  limit_env=CUDA_DEVICE_MEMORY_LIMIT=8g
+fi
+needed=("$bench" "$lib")
+[ "$driver" = sim ] && needed+=("$simdir/libcuda.so.1")
+if [ "$driver" = real ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "run-hook-bench: --real needs an NVIDIA GPU (nvidia-smi -L lists none)" >&2
+  exit 1
+fi
+for f in "${needed[@]}"; do
   if [ ! -e "$f" ]; then
     echo "run-hook-bench: $f is missing; build it first ('make', or cmake --build $build)" >&2
     exit 1
@@ -68,7 +105,6 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-hook-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-cases="alloc_free device_total_mem driver_version ctx_get_device"
 configs="without with with+limit"
 seq_no=0
 
@@ -78,14 +114,13 @@ run_config() {
   local config=$1 out=$2
   shift 2
   seq_no=$((seq_no + 1))
-  local envs=(
-    "PATH=$PATH" "HOME=${HOME:-/tmp}" "LD_LIBRARY_PATH=$simdir"
-    "VGPU_SIM_STATE=$tmp/sim.$seq_no.state"
-    "CUDA_DEVICE_MEMORY_SHARED_CACHE=$tmp/region.$seq_no.cache"
-  )
+  local envs=("PATH=$PATH" "HOME=${HOME:-/tmp}" "CUDA_DEVICE_MEMORY_SHARED_CACHE=$tmp/region.$seq_no.cache")
+  # The simulator's kernels take no time (VGPU_SIM_WAVE_US=0), so a launch
+  # costs only its call, as on a real GPU's asynchronous queue.
+  [ "$driver" = sim ] && envs+=("LD_LIBRARY_PATH=$simdir" "VGPU_SIM_STATE=$tmp/sim.$seq_no.state" "VGPU_SIM_WAVE_US=0")
   case "$config" in
     with) envs+=("LD_PRELOAD=$lib") ;;
-    with+limit) envs+=("LD_PRELOAD=$lib" "CUDA_DEVICE_MEMORY_LIMIT=8g") ;;
+    with+limit) envs+=("LD_PRELOAD=$lib" "$limit_env") ;;
   esac
   if ! env -i "${envs[@]}" "$@" >"$out" 2>"$out.err"; then
     echo "run-hook-bench: '$*' failed in configuration '$config':" >&2
@@ -109,6 +144,8 @@ json_get() {
 target() {
   case "$1/$2" in
     alloc_free/*) echo 150 ;;
+    launch*/with) echo 30 ;;
+    launch*/with+limit) echo - ;; # the limiter may hold a launch back: that is its job
     device_total_mem/with+limit) echo - ;; # virtualised, not a pass-through
     *) echo 20 ;;
   esac
@@ -128,12 +165,19 @@ print_table() {
     }' "$2"
 }
 
+# where : the driver the figures come from, for the table's title.
+where() {
+  if [ "$driver" = sim ]; then echo "the simulator"; else
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1 | sed 's/, / (driver /; s/$/)/'
+  fi
+}
+
 time_mode() {
   local r config c v
   declare -A best=()
   for ((r = 1; r <= runs; r++)); do
     for config in $configs; do
-      run_config "$config" "$tmp/out" "$bench" --json
+      run_config "$config" "$tmp/out" "$bench" "${iter_args[@]}" --json
       for c in $cases; do
         v=$(json_get "$tmp/out" "${c}_ns")
         if [ -z "${best[$config/$c]:-}" ] || awk -v a="$v" -v b="${best[$config/$c]}" 'BEGIN { exit !(a < b) }'; then
@@ -148,14 +192,15 @@ time_mode() {
       echo "$c $config ${best[without/$c]} ${best[$config/$c]} $(target "$c" "$config")" >>"$tmp/table"
     done
   done
-  echo "vgpu-bench-hook on the simulator: best ns/op of $runs alternating rounds per configuration"
-  echo "(without = no preload; with = LD_PRELOAD=libvgpu.so, no limit; with+limit = also CUDA_DEVICE_MEMORY_LIMIT=8g)"
+  echo "${bench##*/} on $(where): best ns/op of $runs alternating rounds per configuration"
+  echo "(without = no preload; with = LD_PRELOAD=libvgpu.so, no limit; with+limit = also $limit_env)"
   print_table ns "$tmp/table"
 }
 
 callgrind_mode() {
   local config c out ir ops
   local fixed=(--iters 20000 --alloc-iters 5000 --rounds 1 --json)
+  [ "$what" = launch ] && fixed=(--iters 20000 --batch 256 --rounds 1 --json)
   declare -A per_op=()
   for config in $configs; do
     for c in $cases; do
@@ -174,8 +219,8 @@ callgrind_mode() {
       echo "$c $config ${per_op[without/$c]} ${per_op[$config/$c]} $(target "$c" "$config")" >>"$tmp/table"
     done
   done
-  echo "vgpu-bench-hook under callgrind: instructions per operation (${fixed[*]:0:6})"
-  echo "(without = no preload; with = LD_PRELOAD=libvgpu.so, no limit; with+limit = also CUDA_DEVICE_MEMORY_LIMIT=8g)"
+  echo "${bench##*/} under callgrind on $(where): instructions per operation (${fixed[*]:0:6})"
+  echo "(without = no preload; with = LD_PRELOAD=libvgpu.so, no limit; with+limit = also $limit_env)"
   print_table Ir "$tmp/table"
 }
 

@@ -309,6 +309,141 @@ check_sm_accuracy() {
   fi
 }
 
+# python_oom N WHAT CACHE VAR=VALUE... -- : runs the Python on stdin under a
+# 1 GiB limit; it must print {"raised", "allocated", "total"}. Passes when the
+# framework raised its out-of-memory error after 896..1024 MiB (one 64 MiB
+# step of slack, and a little for an allocator's rounding) and saw a 1 GiB
+# total.
+python_oom() {
+  local n=$1 what=$2 cache=$3
+  shift 3
+  local out=$tmp/c$n.out
+  limited "$cache" CUDA_DEVICE_MEMORY_LIMIT=1g "$@" python3 - >"$out" 2>"$out.err"
+  local rc=$? r a t
+  r=$(json_bool "$out" raised) a=$(json_num "$out" allocated) t=$(json_num "$out" total)
+  what="$what, limit 1g: out-of-memory raised: ${r:-?} after $(mib "${a:-0}"), total seen $(mib "${t:-0}")"
+  if [ $rc -eq 0 ] && [ "$r" = true ] && [ -n "$a" ] && [ "$a" -le $GiB ] &&
+    [ "$a" -ge $((896 * MiB)) ] && [ "$t" = $GiB ]; then
+    pass "$n $what"
+  else
+    fail "$n $what (want raised after 896..1024 MiB, total 1024 MiB; exit $rc)" "$out.err"
+  fi
+}
+
+# The PyTorch loop of check 4, for the allocator back-ends of checks 11 and 12.
+torch_oom_py='
+import json
+import torch
+step = 64 << 20
+free, total = torch.cuda.mem_get_info()
+bufs, raised = [], False
+try:
+    while len(bufs) < 1024:
+        bufs.append(torch.empty(step, dtype=torch.uint8, device="cuda"))
+except torch.cuda.OutOfMemoryError:
+    raised = True
+print(json.dumps({"raised": raised, "allocated": len(bufs) * step, "total": total}))
+'
+
+torch_has_gpu() { python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; }
+
+# 11. PyTorch's expandable segments map memory with cuMemCreate/cuMemMap
+# (the VMM API), not cuMemAlloc: the limit must hold there too.
+check_torch_expandable() {
+  torch_has_gpu || { skip "11 PyTorch with a GPU not available"; return; }
+  python_oom 11 "PyTorch expandable_segments (cuMemCreate/cuMemMap)" "$tmp/c11.cache" \
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- <<<"$torch_oom_py"
+}
+
+# 12. PyTorch's cudaMallocAsync back-end allocates from a stream-ordered pool.
+check_torch_async() {
+  torch_has_gpu || { skip "12 PyTorch with a GPU not available"; return; }
+  python_oom 12 "PyTorch backend:cudaMallocAsync (stream-ordered pool)" "$tmp/c12.cache" \
+    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- <<<"$torch_oom_py"
+}
+
+# 13. CuPy allocates through its own pool on cudaMalloc and raises its own error.
+check_cupy_oom() {
+  python3 -c 'import cupy' >/dev/null 2>&1 || { skip "13 CuPy not importable"; return; }
+  python_oom 13 "CuPy cupy.empty in 64 MiB steps" "$tmp/c13.cache" -- <<'PY'
+import json
+import cupy
+step = 64 << 20
+free, total = cupy.cuda.runtime.memGetInfo()
+bufs, raised = [], False
+try:
+    while len(bufs) < 1024:
+        bufs.append(cupy.empty(step, dtype=cupy.uint8))
+except cupy.cuda.memory.OutOfMemoryError:
+    raised = True
+print(json.dumps({"raised": raised, "allocated": len(bufs) * step, "total": total}))
+PY
+}
+
+# 14. JAX (XLA) preallocates a fraction of the memory it is told the GPU has:
+# under the limit its pool must fit in 1 GiB and a 2 GiB array must fail.
+check_jax() {
+  python3 -c 'import jax' >/dev/null 2>&1 || { skip "14 JAX not importable"; return; }
+  local out=$tmp/c14.out
+  limited "$tmp/c14.cache" CUDA_DEVICE_MEMORY_LIMIT=1g -- python3 - >"$out" 2>"$out.err" <<'PY'
+import json
+import jax
+import jax.numpy as jnp
+dev = jax.devices("gpu")[0]
+jnp.ones((64 << 20,), dtype=jnp.uint8).block_until_ready()
+limit = (dev.memory_stats() or {}).get("bytes_limit", -1)
+raised = False
+try:
+    jnp.ones((2 << 30,), dtype=jnp.uint8).block_until_ready()
+except Exception as e:
+    raised = "RESOURCE_EXHAUSTED" in str(e) or "out of memory" in str(e).lower()
+print(json.dumps({"bytes_limit": limit, "raised": raised}))
+PY
+  local rc=$? l r
+  l=$(json_num "$out" bytes_limit) r=$(json_bool "$out" raised)
+  local what
+  what="JAX, limit 1g: XLA's pool limit $(mib "${l:-0}"), a 2 GiB array refused: ${r:-?}"
+  if [ $rc -eq 0 ] && [ -n "$l" ] && [ "$l" -gt 0 ] && [ "$l" -le $GiB ] && [ "$r" = true ]; then
+    pass "14 $what"
+  else
+    fail "14 $what (want 0 < pool <= 1024 MiB and refused; exit $rc)" "$out.err"
+  fi
+}
+
+# 15. vgpu set --cores changes a running process's compute limit: vgpu-burn
+# at 20 % for 3 s, then `vgpu set --cores 80` on its region. The rates are
+# reported; the check asks only for a clear rise (at least 1.5x where 4x is
+# the aim), so machine noise cannot fail it.
+check_live_set() {
+  local out=$tmp/c15.out vgpu=$build/bin/vgpu
+  [ -x "$vgpu" ] || { fail "15 $vgpu is missing; run 'make' first"; return; }
+  limited "$tmp/c15.cache" CUDA_DEVICE_SM_LIMIT=20 -- \
+    "$burn" --shape big --warmup 1 --seconds 7 --series 250 >"$out" 2>"$out.err" &
+  local pid=$! i
+  # The change comes 3 s into the series, whatever CUDA's start-up took.
+  for ((i = 0; i < 300; i++)); do
+    grep -q '^t=' "$out" 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 2.9
+  "$vgpu" set --cache "$tmp/c15.cache" --cores 80 >"$out.set" 2>&1
+  local set_rc=$?
+  wait "$pid"
+  local rc=$? before after
+  # Series lines: t=<s> kernels=<n> kps=<k/s>, t counted from the end of the warm-up.
+  before=$(awk -F'[= ]' '/^t=/ && $2 >= 1 && $2 <= 2.5 { s += $6; n++ } END { if (n) printf "%.1f", s / n }' "$out")
+  after=$(awk -F'[= ]' '/^t=/ && $2 >= 4.5 { s += $6; n++ } END { if (n) printf "%.1f", s / n }' "$out")
+  local what
+  what="vgpu set --cores 20 -> 80 on a running vgpu-burn --shape big: ${before:-?} kernels/s before, ${after:-?} after"
+  if [ $rc -eq 0 ] && [ $set_rc -eq 0 ] && [ -n "$before" ] && [ -n "$after" ] &&
+    awk -v b="$before" -v a="$after" 'BEGIN { exit !(b > 0 && a >= 1.5 * b) }'; then
+    pass "15 $what ($(awk -v b="$before" -v a="$after" 'BEGIN { printf "%.2fx", a / b }'))"
+  else
+    fail "15 $what (want at least 1.5x; burn exit $rc, set exit $set_rc)" "$out.err"
+    sed 's/^/      | set: /' "$out.set"
+  fi
+}
+
 check_limit
 check_raise
 check_shared
@@ -319,6 +454,11 @@ check_cupy
 check_kernels
 check_no_limit
 check_sigkill
+check_torch_expandable
+check_torch_async
+check_cupy_oom
+check_jax
+check_live_set
 check_sm_accuracy
 
 [ $skipped -gt 0 ] && echo "($skipped skipped)"

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# tests/gpu/lent-machine.sh -- everything a session does with a borrowed GPU
+# machine, in one run: device time is scarce and each start costs minutes,
+# so the checks, the benchmarks and the probes travel together.
+#
+#   machine.txt  what the machine is (GPU, driver, kernel, Python packages)
+#   run.log      tests/gpu/run.sh: the isolation checks and the SM table
+#   bench.log    bench/run-hook-bench.sh --real: hook and launch cost on
+#                NVIDIA's driver, with and without libvgpu, in one run
+#   probe.log    what NVML and nvidia-smi report for a process that
+#                libvgpu charged a known amount (the node agent's backstop
+#                compares the two), and the sliced views under the preload
+#
+# Each part has its own time limit, so one that hangs does not take the
+# others' results with it. Binaries come from the build here (libvgpu.so
+# and the CLI need libc alone; vgpu-burn and the benchmarks need only
+# libcuda.so.1), so the machine needs no build tools.
+#
+# usage: bash tests/gpu/lent-machine.sh OUTDIR     (after make; env VGPU_BUILD_DIR)
+
+set -uo pipefail
+
+probes_only=0
+if [ "${1:-}" = --probes ]; then probes_only=1; shift; fi # the script runs its probes so, under timeout
+if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  echo "usage: bash tests/gpu/lent-machine.sh OUTDIR"
+  [ $# -eq 1 ] && exit 0
+  exit 2
+fi
+out=$1
+mkdir -p "$out" || exit 1
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${VGPU_BUILD_DIR:-$root/build}
+cd "$root" || exit 1
+
+# shellcheck source=tests/gpu/real_driver.sh
+source "$root/tests/gpu/real_driver.sh"
+vg_real_driver_only
+
+describe_machine() {
+  uname -a
+  nvidia-smi -L
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+  ldd --version | head -n 1
+  python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+  python3 -c 'import cupy; print("cupy", cupy.__version__)'
+  python3 -c 'import jax; print("jax", jax.__version__)'
+  ldd "$build/bin/vgpu-burn" | grep libcuda
+}
+
+run_benchmarks() {
+  timeout 60 bash bench/run-hook-bench.sh --real --runs 3 --alloc-iters 5000
+  echo
+  timeout 45 bash bench/run-hook-bench.sh --real --launch --runs 3 --iters 50000
+}
+
+# wait_for FILE PATTERN PID : up to 30 s for PATTERN to appear in FILE,
+# while process PID lives.
+wait_for() {
+  local i
+  for ((i = 0; i < 300; i++)); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# nvml_processes : every compute process NVML lists, with its memory.
+nvml_processes() {
+  python3 - <<'PY'
+import pynvml
+pynvml.nvmlInit()
+for i in range(pynvml.nvmlDeviceGetCount()):
+    h = pynvml.nvmlDeviceGetHandleByIndex(i)
+    for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+        used = p.usedGpuMemory
+        print(f"  nvml gpu {i} pid {p.pid} usedGpuMemory {used if used is None else used >> 20} MiB")
+PY
+}
+
+# probe_holder TAG PRELOAD : vgpu-burn holds 1 GiB (limit 2g under the
+# preload); print what NVML, nvidia-smi and vgpu status say meanwhile.
+probe_holder() {
+  local tag=$1 preload=$2 cache=$tmp/probe.$1.cache pid
+  rm -f "$cache"
+  local envs=(CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache")
+  [ "$preload" = yes ] && envs+=(LD_PRELOAD="$build/lib/libvgpu.so" CUDA_DEVICE_MEMORY_LIMIT=2g)
+  env "${envs[@]}" "$build/bin/vgpu-burn" --alloc 1g --chunk 64m --touch --hold 6 >"$tmp/holder.$tag" 2>&1 &
+  pid=$!
+  echo "== a process holding 1 GiB (64 MiB chunks, touched), preload: $preload; its pid $pid"
+  if wait_for "$tmp/holder.$tag" '^holding' "$pid"; then
+    nvml_processes
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | sed 's/^/  nvidia-smi: /'
+    [ "$preload" = yes ] && "$build/bin/vgpu" status --cache "$cache" | sed 's/^/  vgpu status: /'
+  else
+    echo "  the holder did not start:"
+    sed 's/^/  | /' "$tmp/holder.$tag"
+  fi
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+}
+
+run_probes() {
+  probe_holder plain no
+  probe_holder preloaded yes
+  echo "== nvidia-smi under the preload, CUDA_DEVICE_MEMORY_LIMIT=4g"
+  env LD_PRELOAD="$build/lib/libvgpu.so" CUDA_DEVICE_MEMORY_LIMIT=4g \
+    CUDA_DEVICE_MEMORY_SHARED_CACHE="$tmp/probe.smi.cache" nvidia-smi
+  echo "== vgpu smi under the same limit"
+  env CUDA_DEVICE_MEMORY_LIMIT=4g CUDA_DEVICE_MEMORY_SHARED_CACHE="$tmp/probe.smi.cache" \
+    "$build/bin/vgpu" smi
+  echo "== vgpu run --memory 2g --cores 50 -- vgpu-burn --seconds 2 (the CLI on the real driver)"
+  "$build/bin/vgpu" run --memory 2g --cores 50 --cache "$tmp/probe.run.cache" -- \
+    "$build/bin/vgpu-burn" --meminfo --seconds 2
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-lent.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+if [ $probes_only = 1 ]; then
+  run_probes
+  exit
+fi
+
+describe_machine >"$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+timeout 330 bash tests/gpu/run.sh 2>&1 | tee "$out/run.log"
+run_benchmarks 2>&1 | tee "$out/bench.log"
+timeout 60 bash "${BASH_SOURCE[0]}" --probes "$out" >"$out/probe.log" 2>&1
+cat "$out/probe.log"
