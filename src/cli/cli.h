@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "grant.h"
 #include "nvml_abi.h"
 #include "region.h"
 
@@ -25,6 +26,15 @@ int vg_path_library(char *out, size_t len);
 int vg_path_sim_dir(char *out, size_t len);
 /* The region file: --cache, else $CUDA_DEVICE_MEMORY_SHARED_CACHE, else the default. */
 const char *vg_path_region(const char *option);
+
+/* This container's grant (grant.h), where there is one: 1 with g and its
+ * directory in dir, 0 when there is none (vgpu run, a plain host), -1 with
+ * err when it cannot be read. */
+int vg_cli_grant(struct vg_grant *g, char *dir, size_t len, struct vg_err *err);
+
+/* The limits that apply under the grant (0: none), for what the CLI shows. */
+uint64_t vg_cli_mem_limit(const struct vg_grant *g, const struct vg_region_device *d);
+unsigned vg_cli_sm_limit(const struct vg_grant *g, const struct vg_region_device *d);
 
 /* NVML opened at run time, for the utilisation vgpu status shows
  * (utilisation.c). ready is 0 when it could not be opened; why says so. */

@@ -4,7 +4,8 @@
  * The limits live in the region file and every allocation reads them, so a
  * new memory limit holds from the next allocation on, in every process of
  * the container. Lowering memory below what is already in use is refused:
- * nothing allocated is taken away.
+ * nothing allocated is taken away. In a container of the device plugin a
+ * limit above the node agent's grant is cut to the grant, and said so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,17 +55,44 @@ static int parse(int argc, char **argv, struct set_opts *o) {
   return 0;
 }
 
-static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, unsigned pct) {
+/* Under a grant a limit above it is cut to it, and said: libvgpu would
+ * apply the grant anyway, and the user should not believe otherwise. */
+static uint64_t within_grant(const struct vg_grant *g, const char *uuid, uint64_t bytes,
+                             const char *dir) {
+  const struct vg_grant_gpu *gpu = vg_grant_find(g, uuid);
+  if (gpu == NULL || vg_grant_clamp(bytes, gpu->memory) == bytes) return bytes;
+  char a[32], b[32];
+  fprintf(stderr, "vgpu set: %s: %s is above this container's grant of %s (%s/%s); %s applies\n",
+          uuid, bytes ? vg_format_size(bytes, a, sizeof(a)) : "unlimited",
+          vg_format_size(gpu->memory, b, sizeof(b)), dir, VG_GRANT_FILE, b);
+  return gpu->memory;
+}
+
+static unsigned cores_within_grant(const struct vg_grant *g, const char *uuid, unsigned pct,
+                                   const char *dir) {
+  const struct vg_grant_gpu *gpu = vg_grant_find(g, uuid);
+  unsigned asked = pct >= 100 ? 0 : pct;
+  if (gpu == NULL || vg_grant_clamp(asked, gpu->cores) == asked) return pct;
+  fprintf(stderr,
+          "vgpu set: %s: %u %% is above this container's grant of %u %% (%s/%s); %u %% applies\n",
+          uuid, asked ? asked : 100, gpu->cores, dir, VG_GRANT_FILE, gpu->cores);
+  return gpu->cores;
+}
+
+static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, unsigned pct,
+                 const struct vg_grant *g, const char *dir) {
   struct vg_region *r = vg_region_of(shm);
   int failed = 0;
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
     if (o->device >= 0 && (uint32_t)o->device != d) continue;
     struct vg_err err;
-    if (o->memory != NULL && vg_region_set_mem_limit(shm, (int)d, bytes, &err) != 0) {
+    uint64_t b = within_grant(g, r->dev[d].uuid, bytes, dir);
+    if (o->memory != NULL && vg_region_set_mem_limit(shm, (int)d, b, &err) != 0) {
       fprintf(stderr, "vgpu set: %s\n", err.msg);
       failed = 1;
     }
-    if (o->cores != NULL) vg_region_set_sm_limit(shm, (int)d, pct);
+    if (o->cores != NULL)
+      vg_region_set_sm_limit(shm, (int)d, cores_within_grant(g, r->dev[d].uuid, pct, dir));
   }
   return failed;
 }
@@ -83,6 +111,12 @@ int vg_cmd_set(int argc, char **argv) {
     fprintf(stderr, "vgpu set: --cores %s: %s\n", o.cores, err.msg);
     return 2;
   }
+  struct vg_grant grant;
+  char dir[512];
+  if (vg_cli_grant(&grant, dir, sizeof(dir), &err) < 0) {
+    fprintf(stderr, "vgpu set: %s\n", err.msg);
+    return 1;
+  }
   const char *path = vg_path_region(o.cache);
   struct vg_shm shm;
   if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0 ||
@@ -92,7 +126,7 @@ int vg_cmd_set(int argc, char **argv) {
   }
   if (vg_region_of(&shm)->device_count == 0)
     fprintf(stderr, "vgpu set: %s has no devices yet (no GPU process has run)\n", path);
-  int rc = apply(&shm, &o, bytes, pct);
+  int rc = apply(&shm, &o, bytes, pct, &grant, dir);
   vg_shm_close(&shm);
   return rc;
 }

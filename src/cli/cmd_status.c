@@ -52,26 +52,41 @@ static void print_reasons(const struct vg_region *r, const struct vg_nvml *nv,
     if (!u[d].ok) printf("SM utilisation of device %u n/a: %s\n", d, u[d].why);
 }
 
-static void print_table(const struct vg_shm *shm, const struct vg_nvml *nv,
-                        const struct vg_util *u) {
+/* What the node agent granted, above the table: the limits shown are
+ * already clamped to it. */
+static void print_grant(const struct vg_grant *g, const char *dir) {
+  if (g->count == 0) return;
+  printf("grant %s/%s (set by the node agent; limits above it do not apply)\n", dir, VG_GRANT_FILE);
+  for (unsigned i = 0; i < g->count; i++) {
+    char mem[32], cores[16] = "unlimited";
+    size_or_unlimited(g->gpu[i].memory, mem, sizeof(mem));
+    if (g->gpu[i].cores) snprintf(cores, sizeof(cores), "%u%%", g->gpu[i].cores);
+    printf("  %s  memory %s  cores %s\n", g->gpu[i].uuid, mem, cores);
+  }
+}
+
+static void print_table(const struct vg_shm *shm, const struct vg_nvml *nv, const struct vg_util *u,
+                        const struct vg_grant *g, const char *dir) {
   const struct vg_region *r = vg_region_of(shm);
   printf("region %s (layout %u.%u, generation %llu)\n", shm->path, r->header.version_major,
          r->header.version_minor, (unsigned long long)r->generation);
   if (vg_region_pending(r))
     printf("limits pending: the node agent has not written this container's limits yet\n");
+  print_grant(g, dir);
   printf("%-4s %-42s %-10s %-10s %-16s %-8s %-8s %s\n", "DEV", "UUID", "MEM USED", "MEM LIMIT",
          "SM LIMIT", "SM UTIL", "GPU UTIL", "CHARGED");
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++) {
     char used[32], limit[32], sm[32], util[16], gpu[16], charged[16];
     vg_format_size(vg_region_mem_used(r, (int)d), used, sizeof(used));
-    size_or_unlimited(vg_region_mem_limit(r, (int)d), limit, sizeof(limit));
-    if (r->dev[d].sm_limit)
-      snprintf(sm, sizeof(sm), "%u%% (%s)", r->dev[d].sm_limit, policy_name(&r->dev[d]));
+    size_or_unlimited(vg_cli_mem_limit(g, &r->dev[d]), limit, sizeof(limit));
+    unsigned sm_limit = vg_cli_sm_limit(g, &r->dev[d]);
+    if (sm_limit)
+      snprintf(sm, sizeof(sm), "%u%% (%s)", sm_limit, policy_name(&r->dev[d]));
     else
       snprintf(sm, sizeof(sm), "unlimited");
     pct_or_na(u[d].ok, u[d].sm_pct, util, sizeof(util));
     pct_or_na(u[d].gpu_pct >= 0, u[d].gpu_pct, gpu, sizeof(gpu));
-    if (r->dev[d].sm_limit)
+    if (sm_limit)
       pct_or_na(1, vg_region_sm_used_pct(&r->dev[d]), charged, sizeof(charged));
     else
       snprintf(charged, sizeof(charged), "-"); /* nothing is charged without a limit */
@@ -102,7 +117,8 @@ static void json_pct(const char *key, int ok, double pct) {
 }
 
 /* Fields are only ever added here: scripts read this. */
-static void print_json(const struct vg_shm *shm, const struct vg_util *u) {
+static void print_json(const struct vg_shm *shm, const struct vg_util *u,
+                       const struct vg_grant *g) {
   const struct vg_region *r = vg_region_of(shm);
   printf("{\"region\":\"%s\",\"generation\":%llu,\"limits_pending\":%s,\"devices\":[", shm->path,
          (unsigned long long)r->generation, vg_region_pending(r) ? "true" : "false");
@@ -112,9 +128,15 @@ static void print_json(const struct vg_shm *shm, const struct vg_util *u) {
         "%s{\"index\":%u,\"uuid\":\"%s\",\"mem_used\":%llu,\"mem_limit\":%llu,"
         "\"sm_limit\":%u,\"sm_policy\":\"%s\",\"sm_used_pct\":%.1f",
         d ? "," : "", d, r->dev[d].uuid, (unsigned long long)vg_region_mem_used(r, (int)d),
-        (unsigned long long)vg_region_mem_limit(r, (int)d), r->dev[d].sm_limit,
+        (unsigned long long)vg_cli_mem_limit(g, &r->dev[d]), vg_cli_sm_limit(g, &r->dev[d]),
         policy_name(&r->dev[d]), charged);
-    json_pct("sm_charged_pct", r->dev[d].sm_limit != 0, charged);
+    const struct vg_grant_gpu *gpu = vg_grant_find(g, r->dev[d].uuid);
+    if (gpu != NULL)
+      printf(",\"grant_memory\":%llu,\"grant_cores\":%u", (unsigned long long)gpu->memory,
+             gpu->cores);
+    else
+      printf(",\"grant_memory\":null,\"grant_cores\":null");
+    json_pct("sm_charged_pct", vg_cli_sm_limit(g, &r->dev[d]) != 0, charged);
     json_pct("sm_util_pct", u[d].ok, u[d].sm_pct);
     json_pct("sm_util_others_pct", u[d].ok, u[d].others_pct);
     json_pct("gpu_util_pct", u[d].gpu_pct >= 0, u[d].gpu_pct);
@@ -203,14 +225,20 @@ int vg_cmd_status(int argc, char **argv) {
     vg_shm_close(&shm);
     return 1;
   }
+  struct vg_grant grant;
+  char dir[512];
+  if (vg_cli_grant(&grant, dir, sizeof(dir), &err) < 0) {
+    fprintf(stderr, "vgpu status: %s\n", err.msg);
+    memset(&grant, 0, sizeof(grant));
+  }
   open_nvml(&nv, sim);
   const struct vg_region *r = vg_region_of(&shm);
   for (uint32_t d = 0; d < r->device_count && d < VG_MAX_DEVICES; d++)
     vg_util_measure(&nv, &shm, (int)d, &u[d]);
   if (json)
-    print_json(&shm, u);
+    print_json(&shm, u, &grant);
   else
-    print_table(&shm, &nv, u);
+    print_table(&shm, &nv, u, &grant, dir);
   vg_nvml_close(&nv);
   free(u);
   vg_shm_close(&shm);

@@ -50,3 +50,22 @@ const char *vg_path_region(const char *option) {
   const char *env = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   return (env != NULL && *env != '\0') ? env : VG_DEFAULT_REGION_PATH;
 }
+
+int vg_cli_grant(struct vg_grant *g, char *dir, size_t len, struct vg_err *err) {
+  memset(g, 0, sizeof(*g));
+  if (!vg_grant_dir(dir, len)) return 0;
+  int rc = vg_grant_load(dir, g, err);
+  if (rc == 1) return vg_err_set(err, "the node agent has not written the grant in %s yet", dir);
+  return rc < 0 ? -1 : 1;
+}
+
+uint64_t vg_cli_mem_limit(const struct vg_grant *g, const struct vg_region_device *d) {
+  const struct vg_grant_gpu *gpu = vg_grant_find(g, d->uuid);
+  return gpu != NULL ? vg_grant_clamp(d->mem_limit, gpu->memory) : d->mem_limit;
+}
+
+unsigned vg_cli_sm_limit(const struct vg_grant *g, const struct vg_region_device *d) {
+  const struct vg_grant_gpu *gpu = vg_grant_find(g, d->uuid);
+  unsigned pct = d->sm_limit >= 100 ? 0 : d->sm_limit;
+  return gpu != NULL ? (unsigned)vg_grant_clamp(pct, gpu->cores) : pct;
+}

@@ -1,6 +1,8 @@
 /* region.c -- see region.h for the rules this code keeps. */
 #include "region.h"
 
+#include "grant.h"
+
 #include <time.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,17 +129,22 @@ void vg_region_leave(struct vg_shm *shm, int slot) {
   vg_shm_release_slot(shm, (unsigned)slot);
 }
 
-static bool fits(const struct vg_region_device *d, uint64_t bytes) {
+static bool fits(const struct vg_region_device *d, uint64_t bytes, uint64_t cap) {
   if (bytes > UINT64_MAX - d->mem_used) return false; /* no limit still cannot wrap */
-  return d->mem_limit == 0 || (d->mem_used <= d->mem_limit && bytes <= d->mem_limit - d->mem_used);
+  uint64_t limit = vg_grant_clamp(d->mem_limit, cap);
+  return limit == 0 || (d->mem_used <= limit && bytes <= limit - d->mem_used);
 }
 
 bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes) {
+  return vg_region_reserve_capped(shm, slot, dev, bytes, 0);
+}
+
+bool vg_region_reserve_capped(struct vg_shm *shm, int slot, int dev, uint64_t bytes, uint64_t cap) {
   struct vg_region *r = vg_region_of(shm);
   struct vg_region_device *d = &r->dev[dev];
   if (vg_region_lock(shm) != 0) return false; /* an unusable lock: fail closed */
-  bool ok = fits(d, bytes);
-  if (!ok && vg_region_reap_locked(shm) > 0) ok = fits(d, bytes);
+  bool ok = fits(d, bytes, cap);
+  if (!ok && vg_region_reap_locked(shm) > 0) ok = fits(d, bytes, cap);
   if (ok) {
     add_used(&d->mem_used, (int64_t)bytes);
     add_used(&r->proc[slot].mem_used[dev], (int64_t)bytes);

@@ -134,6 +134,9 @@ void vg_region_leave(struct vg_shm *shm, int slot);
 /* Reserves bytes on device entry dev for slot; fails (returns false) if the
  * limit would be passed. Dead processes are reaped before giving up. */
 bool vg_region_reserve(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
+/* The same, against the lower of the entry's limit and cap (0: no cap): the
+ * node agent's grant, which the region itself cannot be trusted to hold. */
+bool vg_region_reserve_capped(struct vg_shm *shm, int slot, int dev, uint64_t bytes, uint64_t cap);
 void vg_region_release(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
 /* Adds bytes without checking the limit: memory the driver already holds. */
 void vg_region_charge(struct vg_shm *shm, int slot, int dev, uint64_t bytes);

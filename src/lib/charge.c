@@ -44,7 +44,7 @@ enum vg_charge_rc vg_charge_begin(int dev, uint64_t bytes, struct vg_charge *c) 
     vg_info("out of memory on %s: %s requested, %s of %s in use", r->dev[dev].uuid,
             vg_format_size(bytes, a, sizeof(a)),
             vg_format_size(vg_region_mem_used(r, dev), b, sizeof(b)),
-            vg_format_size(vg_region_mem_limit(r, dev), l, sizeof(l)));
+            vg_format_size(vg_state_mem_limit(dev), l, sizeof(l)));
     return VG_CHARGE_OVER;
   }
   c->dev = dev;

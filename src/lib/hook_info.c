@@ -20,7 +20,7 @@ VG_EXPORT CUresult cuInit(unsigned int flags) {
 /* free/total as the container sees them on region entry dev. */
 static void virtual_view(int dev, size_t *free, size_t *total) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
-  uint64_t limit = vg_region_mem_limit(r, dev);
+  uint64_t limit = vg_state_mem_limit(dev);
   if (limit == 0) return;
   uint64_t used = vg_region_mem_used(r, dev);
   uint64_t size = limit < *total ? limit : *total;
@@ -44,7 +44,7 @@ VG_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
   if (rc != CUDA_SUCCESS || bytes == NULL) return rc;
   int dev = vg_state_device((int)device);
   if (dev < 0) return rc;
-  uint64_t limit = vg_region_mem_limit(vg_region_of(&vg_state.shm), dev);
+  uint64_t limit = vg_state_mem_limit(dev);
   if (limit != 0 && limit < *bytes) *bytes = (size_t)limit;
   return rc;
 }

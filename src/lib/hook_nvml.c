@@ -29,7 +29,7 @@ static int entry_for(nvmlDevice_t device, unsigned long long total) {
 static bool virtual_view(int dev, unsigned long long *total, unsigned long long *free,
                          unsigned long long *used) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
-  uint64_t limit = vg_region_mem_limit(r, dev);
+  uint64_t limit = vg_state_mem_limit(dev);
   if (limit == 0) return false;
   uint64_t charged = vg_region_mem_used(r, dev);
   uint64_t size = limit < *total ? limit : *total;

@@ -24,6 +24,7 @@ static uint64_t now_ns(void) {
 static bool scan_engaged(void) {
   for (int i = 0; i < VG_MAX_DEVICES; i++)
     if (vg_state.cfg.sm_set[i] && vg_state.cfg.sm_limit[i] != 0) return true;
+  if (vg_state_grant_limits_sm()) return true; /* whatever the region says */
   const struct vg_region *r = vg_region_of(&vg_state.shm);
   uint32_t n = __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
   for (uint32_t d = 0; d < n && d < VG_MAX_DEVICES; d++)
@@ -37,7 +38,15 @@ bool vg_limiter_engaged(void) {
   static uint64_t seen = UINT64_MAX;
   static bool engaged;
   if (!vg_state_ready()) return false;
+  /* Under a grant nothing is decided before the grant is read: this waits
+   * for the node agent like any first use of a GPU. */
+  bool grant = __atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE);
+  if (vg_state.granted && !grant) {
+    vg_state_current_device();
+    grant = __atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE);
+  }
   uint64_t gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
+  gen = gen * 2 + grant; /* the grant's arrival counts as a change */
   if (gen == __atomic_load_n(&seen, __ATOMIC_ACQUIRE))
     return __atomic_load_n(&engaged, __ATOMIC_RELAXED);
   bool now = scan_engaged();
@@ -48,8 +57,7 @@ bool vg_limiter_engaged(void) {
 
 unsigned vg_limiter_percent(int dev) {
   if (dev < 0 || dev >= VG_MAX_DEVICES) return 0;
-  unsigned pct = __atomic_load_n(&vg_region_of(&vg_state.shm)->dev[dev].sm_limit, __ATOMIC_RELAXED);
-  return pct >= 100 ? 0 : pct;
+  return vg_state_sm_limit(dev);
 }
 
 /* NVML handle of the GPU with this UUID, or NULL. */
@@ -93,8 +101,9 @@ static bool measured_use(const struct vg_region_device *d, unsigned *mine, unsig
 /* "share" policy: lend what the other tenants leave, minus a margin; drop
  * the loan at once when they need more, regrow it by half the gap. As we
  * back off their measured use rises to their demand, so it settles. */
-static void revise_borrow(struct vg_region_device *d, unsigned pct, unsigned others) {
-  if (d->sm_policy != VG_SM_POLICY_SHARE) {
+static void revise_borrow(struct vg_region_device *d, unsigned policy, unsigned pct,
+                          unsigned others) {
+  if (policy != VG_SM_POLICY_SHARE) {
     d->sm_borrow_pct = 0;
     return;
   }
@@ -106,8 +115,8 @@ static void revise_borrow(struct vg_region_device *d, unsigned pct, unsigned oth
 
 /* Every 100 ms, for the share policy, from one NVML reading; where NVML
  * cannot attribute processes the loan stays as it is. Lock held. */
-static void revise(struct vg_region_device *d, unsigned pct, uint64_t now) {
-  if (d->sm_policy != VG_SM_POLICY_SHARE) {
+static void revise(struct vg_region_device *d, unsigned policy, unsigned pct, uint64_t now) {
+  if (policy != VG_SM_POLICY_SHARE) {
     d->sm_borrow_pct = 0;
     return;
   }
@@ -115,7 +124,7 @@ static void revise(struct vg_region_device *d, unsigned pct, uint64_t now) {
   d->sm_borrow_at_ns = now;
   unsigned mine, others;
   if (!measured_use(d, &mine, &others)) return;
-  revise_borrow(d, pct, others);
+  revise_borrow(d, policy, pct, others);
   vg_debug("limiter on %s: ours %u%%, others %u%%, borrowing %u%% over %u%%", d->uuid, mine, others,
            d->sm_borrow_pct, pct);
 }
@@ -191,10 +200,12 @@ static uint64_t take(int dev, uint64_t cost) {
   struct vg_region_device *d = &vg_region_of(&vg_state.shm)->dev[dev];
   uint64_t now = now_ns(), wait = 0;
   if (vg_region_lock(&vg_state.shm) != 0) return 0; /* logged where the region is opened */
-  unsigned pct = d->sm_limit;
-  if (pct > 0 && pct < 100) {
-    revise(d, pct, now);
-    pct += d->sm_borrow_pct;
+  unsigned pct = vg_state_sm_limit(dev), policy = vg_state_sm_policy(dev);
+  if (pct > 0) {
+    revise(d, policy, pct, now);
+    /* The borrow is in the writable region: bounded here, not trusted. */
+    unsigned borrow = policy == VG_SM_POLICY_SHARE ? d->sm_borrow_pct : 0;
+    pct += borrow < 100 - pct ? borrow : 100 - pct;
     refill(d, pct, depth_of(dev, pct, cost, now), now);
     d->sm_tokens_ns -= (int64_t)cost;
     if (d->sm_tokens_ns < -(int64_t)DEBT_NS) wait = (uint64_t)(-d->sm_tokens_ns) * 100 / pct;

@@ -21,8 +21,19 @@ struct vg_state vg_state;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_ready; /* 0: not yet, 1: done */
 
+/* What this process itself holds per region entry, in its own memory. The
+ * region's figures are writable by every process of the container; this is
+ * not, so no scribbling on the region lets one process pass its grant. */
+static uint64_t g_own[VG_MAX_DEVICES];
+/* Region entry -> index in vg_state.grant: -2 not looked up yet, -1 none. */
+static int g_entry_grant[VG_MAX_DEVICES];
+
 static void forget_devices(void) {
-  for (int i = 0; i < VG_MAX_DEVICES; i++) vg_state.dev_map[i] = vg_state.nvml_map[i] = -1;
+  for (int i = 0; i < VG_MAX_DEVICES; i++) {
+    vg_state.dev_map[i] = vg_state.nvml_map[i] = -1;
+    g_entry_grant[i] = -2;
+    g_own[i] = 0;
+  }
 }
 
 /* A forked child shares the mapping but holds none of its parent's slot
@@ -34,6 +45,23 @@ static void after_fork_in_child(void) {
   vg_state.shm.self_slot = -1;
   vg_state.slot = -1;
   forget_devices();
+}
+
+/* Under a grant the region is the node agent's, beside the grant directory
+ * (<slot>/region.cache next to <slot>/grant): a tenant that points
+ * CUDA_DEVICE_MEMORY_SHARED_CACHE at a fresh file must not get a fresh,
+ * unassigned budget. */
+static void use_granted_region(void) {
+  char path[sizeof(vg_state.cfg.region_path)];
+  const char *slash = strrchr(vg_state.grant_dir, '/');
+  int base = slash != NULL ? (int)(slash - vg_state.grant_dir) : 0;
+  snprintf(path, sizeof(path), "%.*s/region.cache", base, vg_state.grant_dir);
+  if (strcmp(path, vg_state.cfg.region_path) != 0 && getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE"))
+    vg_warn(
+        "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s ignored: this container's grant (%s) comes with "
+        "the region %s",
+        vg_state.cfg.region_path, vg_state.grant_dir, path);
+  snprintf(vg_state.cfg.region_path, sizeof(vg_state.cfg.region_path), "%s", path);
 }
 
 static void open_region(void) {
@@ -54,6 +82,8 @@ static void init_locked(void) {
     vg_error("%s; refusing GPU work rather than running without the intended limit", err.msg);
     return;
   }
+  vg_state.granted = vg_grant_dir(vg_state.grant_dir, sizeof(vg_state.grant_dir));
+  if (vg_state.granted) use_granted_region();
   open_region();
 }
 
@@ -88,21 +118,66 @@ static bool joined(void) {
   return vg_state.slot >= 0;
 }
 
-/* Writes this process's configured limits for ordinal into entry dev. A
- * limit below what the container already uses is refused, not applied. */
+/* The grant of the GPU with this UUID, or NULL (no grant, or not loaded). */
+static const struct vg_grant_gpu *granted_gpu(const char *uuid) {
+  return vg_state.grant_loaded ? vg_grant_find(&vg_state.grant, uuid) : NULL;
+}
+
+static unsigned clamp_percent(unsigned asked, unsigned granted) {
+  return (unsigned)vg_grant_clamp(asked >= 100 ? 0 : asked, granted);
+}
+
+/* The environment's limits for ordinal, clamped to the grant of uuid;
+ * whatever the grant cut is said once (this runs once per process and GPU). */
+static uint64_t granted_mem(int ordinal, const struct vg_grant_gpu *g) {
+  uint64_t want = vg_state.cfg.mem_limit[ordinal];
+  if (g == NULL || vg_grant_clamp(want, g->memory) == want) return want;
+  char a[32], b[32];
+  vg_warn(
+      "a memory limit of %s for CUDA device %d is above this container's grant of %s "
+      "(%s/%s, set by the node agent): %s applies",
+      want ? vg_format_size(want, a, sizeof(a)) : "unlimited", ordinal,
+      vg_format_size(g->memory, b, sizeof(b)), vg_state.grant_dir, VG_GRANT_FILE, b);
+  return g->memory;
+}
+
+static unsigned granted_sm(int ordinal, const struct vg_grant_gpu *g) {
+  unsigned want = vg_state.cfg.sm_limit[ordinal];
+  if (g == NULL || clamp_percent(want, g->cores) == (want >= 100 ? 0 : want)) return want;
+  vg_warn(
+      "a compute limit of %u %% for CUDA device %d is above this container's grant of %u %% "
+      "(%s/%s, set by the node agent): %u %% applies",
+      want >= 100 ? 100 : want, ordinal, g->cores, vg_state.grant_dir, VG_GRANT_FILE, g->cores);
+  return g->cores;
+}
+
+static bool policy_allowed(const struct vg_grant_gpu *g) {
+  if (g == NULL || vg_state.cfg.sm_policy == g->policy) return true;
+  vg_warn("VGPU_SM_POLICY ignored: this container's grant (%s/%s) sets the policy",
+          vg_state.grant_dir, VG_GRANT_FILE);
+  return false;
+}
+
+/* Writes this process's configured limits for ordinal into entry dev,
+ * clamped to the grant. A limit below what the container already uses is
+ * refused, not applied. */
 static void apply_limits_locked(int dev, int ordinal) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
   if (ordinal < 0 || ordinal >= VG_MAX_DEVICES) return;
-  if (vg_state.cfg.sm_set[ordinal] && r->dev[dev].sm_limit != vg_state.cfg.sm_limit[ordinal]) {
-    r->dev[dev].sm_limit = vg_state.cfg.sm_limit[ordinal];
+  const struct vg_grant_gpu *g = granted_gpu(r->dev[dev].uuid);
+  unsigned sm = vg_state.cfg.sm_set[ordinal] ? granted_sm(ordinal, g) : 0;
+  if (vg_state.cfg.sm_set[ordinal] && r->dev[dev].sm_limit != sm) {
+    r->dev[dev].sm_limit = sm;
     __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
   }
-  if (vg_state.cfg.sm_policy_set && r->dev[dev].sm_policy != vg_state.cfg.sm_policy) {
+  if (vg_state.cfg.sm_policy_set && r->dev[dev].sm_policy != vg_state.cfg.sm_policy &&
+      policy_allowed(g)) {
     r->dev[dev].sm_policy = vg_state.cfg.sm_policy;
     __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
   }
-  uint64_t want = vg_state.cfg.mem_limit[ordinal];
-  if (!vg_state.cfg.mem_set[ordinal] || r->dev[dev].mem_limit == want) return;
+  if (!vg_state.cfg.mem_set[ordinal]) return;
+  uint64_t want = granted_mem(ordinal, g);
+  if (r->dev[dev].mem_limit == want) return;
   if (want != 0 && want < r->dev[dev].mem_used) {
     char a[32], b[32];
     vg_error(
@@ -123,6 +198,7 @@ static void apply_limits_locked(int dev, int ordinal) {
  * marks the region, so this never waits for pending limits. */
 static bool outside_assignment(const char *uuid) {
   const struct vg_region *r = vg_region_of(&vg_state.shm);
+  if (vg_state.grant_loaded && vg_grant_find(&vg_state.grant, uuid) == NULL) return true;
   return vg_region_assigned(r) && vg_region_find_device(r, uuid) < 0;
 }
 
@@ -147,23 +223,51 @@ static void format_uuid(const CUuuid *u, char *out, size_t len) {
            b[14], b[15]);
 }
 
+/* Under a grant: loads it. 1 while the agent has not written it yet, -1
+ * (said) when it cannot be used -- GPU work is then refused. */
+static int load_grant(void) {
+  if (!vg_state.granted || vg_state.grant_loaded) return 0;
+  struct vg_err err;
+  int rc = vg_grant_load(vg_state.grant_dir, &vg_state.grant, &err);
+  if (rc < 0) {
+    vg_error("%s; refusing GPU work rather than running without this container's grant", err.msg);
+    return -1;
+  }
+  if (rc == 0) __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
+  return rc;
+}
+
+static bool waiting_for_agent(const struct vg_region *r, int *grant_rc) {
+  if (vg_region_pending(r)) return true;
+  *grant_rc = load_grant();
+  return *grant_rc == 1;
+}
+
 /* Waits (bounded) while the node agent has not written this container's
- * limits yet; false on timeout -- the caller then fails closed. */
+ * limits (and, under a grant, the grant) yet; false on timeout or an
+ * unusable grant -- the caller then fails closed. The agent writes the
+ * grant before it clears the pending mark, so a tenant that clears the
+ * mark itself only gets the wait. */
 static bool limits_ready(void) {
   static int ready; /* once seen ready, never waits again */
   const struct vg_region *r = vg_region_of(&vg_state.shm);
-  if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) || !vg_region_pending(r)) return true;
+  int grant_rc = 0;
+  if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) return true;
   unsigned waited_ms = 0, limit_ms = vg_state.cfg.limits_timeout_s * 1000;
-  while (vg_region_pending(r) && waited_ms < limit_ms) {
+  bool waiting;
+  while ((waiting = waiting_for_agent(r, &grant_rc)) && grant_rc >= 0 && waited_ms < limit_ms) {
     struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
     waited_ms += 50;
   }
-  if (vg_region_pending(r)) {
+  if (grant_rc < 0) return false;
+  if (waiting) {
+    bool pending = vg_region_pending(r);
     vg_error(
-        "the node agent has not written this container's limits to %s within %u s "
+        "the node agent has not written this container's %s %s within %u s "
         "(VGPU_LIMITS_TIMEOUT); refusing GPU work rather than running without them",
-        vg_state.shm.path, vg_state.cfg.limits_timeout_s);
+        pending ? "limits to" : "grant to", pending ? vg_state.shm.path : vg_state.grant_dir,
+        vg_state.cfg.limits_timeout_s);
     return false;
   }
   __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
@@ -274,16 +378,85 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
 
 bool vg_state_join(void) { return joined(); }
 
+/* The grant of region entry dev, or NULL; looked up once per entry (entries
+ * are append-only and the grant does not change under a process). */
+static const struct vg_grant_gpu *entry_grant(int dev) {
+  if (dev < 0 || dev >= VG_MAX_DEVICES ||
+      !__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE))
+    return NULL;
+  int i = __atomic_load_n(&g_entry_grant[dev], __ATOMIC_RELAXED);
+  if (i == -2) {
+    const struct vg_grant_gpu *g =
+        vg_grant_find(&vg_state.grant, vg_region_of(&vg_state.shm)->dev[dev].uuid);
+    i = g != NULL ? (int)(g - vg_state.grant.gpu) : -1;
+    __atomic_store_n(&g_entry_grant[dev], i, __ATOMIC_RELAXED);
+  }
+  return i >= 0 ? &vg_state.grant.gpu[i] : NULL;
+}
+
+uint64_t vg_state_mem_limit(int dev) {
+  const struct vg_grant_gpu *g = entry_grant(dev);
+  uint64_t region = vg_region_mem_limit(vg_region_of(&vg_state.shm), dev);
+  return g != NULL ? vg_grant_clamp(region, g->memory) : region;
+}
+
+unsigned vg_state_sm_limit(int dev) {
+  const struct vg_grant_gpu *g = entry_grant(dev);
+  unsigned region =
+      __atomic_load_n(&vg_region_of(&vg_state.shm)->dev[dev].sm_limit, __ATOMIC_RELAXED);
+  return g != NULL ? clamp_percent(region, g->cores) : (region >= 100 ? 0 : region);
+}
+
+unsigned vg_state_sm_policy(int dev) {
+  const struct vg_grant_gpu *g = entry_grant(dev);
+  return g != NULL ? g->policy : vg_region_of(&vg_state.shm)->dev[dev].sm_policy;
+}
+
+bool vg_state_grant_limits_sm(void) {
+  if (!__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE)) return false;
+  for (unsigned i = 0; i < vg_state.grant.count; i++)
+    if (vg_state.grant.gpu[i].cores != 0) return true;
+  return false;
+}
+
+/* Adds bytes to what this process holds on dev unless that passes cap
+ * (0: no cap). Lock-free: threads of the process race here. */
+static bool own_take(int dev, uint64_t bytes, uint64_t cap) {
+  uint64_t cur = __atomic_load_n(&g_own[dev], __ATOMIC_ACQUIRE);
+  do {
+    if (cap != 0 && (bytes > cap || cur > cap - bytes)) return false;
+  } while (!__atomic_compare_exchange_n(&g_own[dev], &cur, cur + bytes, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE));
+  return true;
+}
+
+static void own_give(int dev, uint64_t bytes) {
+  uint64_t cur = __atomic_load_n(&g_own[dev], __ATOMIC_ACQUIRE);
+  while (!__atomic_compare_exchange_n(&g_own[dev], &cur, bytes < cur ? cur - bytes : 0, true,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  }
+}
+
+/* Under a grant the container-wide check runs against the lower of the
+ * region's limit and the grant, and this process's own total -- kept where
+ * no other process can write -- must stay within the grant too. */
 enum vg_reserve_rc vg_state_reserve(int dev, uint64_t bytes) {
   if (!joined()) return VG_RESERVE_NO_SLOT;
-  return vg_region_reserve(&vg_state.shm, vg_state.slot, dev, bytes) ? VG_RESERVE_OK
-                                                                     : VG_RESERVE_OVER;
+  const struct vg_grant_gpu *g = entry_grant(dev);
+  uint64_t cap = g != NULL ? g->memory : 0;
+  if (!own_take(dev, bytes, cap)) return VG_RESERVE_OVER;
+  if (vg_region_reserve_capped(&vg_state.shm, vg_state.slot, dev, bytes, cap)) return VG_RESERVE_OK;
+  own_give(dev, bytes);
+  return VG_RESERVE_OVER;
 }
 
 void vg_state_charge(int dev, uint64_t bytes) {
-  if (joined()) vg_region_charge(&vg_state.shm, vg_state.slot, dev, bytes);
+  if (!joined()) return;
+  own_take(dev, bytes, 0);
+  vg_region_charge(&vg_state.shm, vg_state.slot, dev, bytes);
 }
 
 void vg_state_release(int dev, uint64_t bytes) {
+  own_give(dev, bytes);
   vg_region_release(&vg_state.shm, vg_state.slot, dev, bytes);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "grant.h"
 #include "region.h"
 #include "shmfile.h"
 
@@ -26,6 +27,12 @@ struct vg_state {
   int slot;                     /* -1 until joined */
   int dev_map[VG_MAX_DEVICES];  /* CUDA ordinal -> region entry, -1 unknown, or NOT_ASSIGNED */
   int nvml_map[VG_MAX_DEVICES]; /* NVML index -> region entry, -1 unknown, or NOT_ASSIGNED */
+  /* The node agent's grant (grant.h): when granted, every limit is clamped
+   * to it. Loaded once the agent has written the limits (limits_ready). */
+  bool granted;
+  bool grant_loaded;
+  char grant_dir[512];
+  struct vg_grant grant;
 };
 
 extern struct vg_state vg_state;
@@ -56,6 +63,16 @@ int vg_state_current_device(void);
  * the CUDA ordinal the GPU has in this process, if any. VG_STATE_NOT_ASSIGNED
  * or -1 as above. */
 int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index);
+
+/* The limits that apply on region entry dev: the region's, clamped to the
+ * grant when there is one (a tenant may rewrite the region, never the
+ * grant). Memory in bytes, 0: none; SM percent, 0: none; the SM policy. */
+uint64_t vg_state_mem_limit(int dev);
+unsigned vg_state_sm_limit(int dev);
+unsigned vg_state_sm_policy(int dev);
+/* True if some granted GPU has a compute limit: the limiter stays engaged
+ * whatever the region says. */
+bool vg_state_grant_limits_sm(void);
 
 /* Takes this process's slot in the region if it has none yet. */
 bool vg_state_join(void);
