@@ -18,6 +18,7 @@
 
 #include "assignment.h"
 #include "device_id.h"
+#include "grant.h"
 #include "k8s.h"
 #include "log.h"
 #include "once.h"
@@ -290,8 +291,35 @@ static int limits_from_resources(struct vg_binder *b, const struct vg_pod_device
   return 0;
 }
 
-/* Writes every GPU's limits, then clears the pending mark, so libvgpu never
- * sees half-written limits. */
+/* The grant (grant.h) beside the region: <slot>/grant/grant. Written before
+ * the pending mark is cleared, so that a process never finds the limits
+ * ready and the grant missing (libvgpu would wait for it, then refuse). */
+static int write_grant(struct vg_binder *b, const struct vg_shm *shm, const char *key,
+                       const struct gpu_limit *gl, int ng) {
+  struct vg_grant g = {.count = (unsigned)ng};
+  for (int i = 0; i < ng; i++) {
+    snprintf(g.gpu[i].uuid, sizeof(g.gpu[i].uuid), "%.95s", gl[i].uuid);
+    g.gpu[i].memory = gl[i].memory;
+    g.gpu[i].cores = gl[i].percent >= 100 ? 0 : gl[i].percent;
+  }
+  char dir[sizeof(shm->path) + 8];
+  const char *slash = strrchr(shm->path, '/');
+  snprintf(dir, sizeof(dir), "%.*s/grant", slash ? (int)(slash - shm->path) : 1,
+           slash ? shm->path : ".");
+  struct vg_err e = {""};
+  /* A slot an older agent made has no grant directory: its container has no
+   * grant mount either, so the grant is harmless there, and its absence must
+   * not keep the container pending. */
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    vg_err_set(&e, "cannot create %s: %s", dir, strerror(errno));
+  else if (vg_grant_write(dir, &g, &e) == 0)
+    return 0;
+  leave_pending(b, key, "grant", "%s", e.msg);
+  return -1;
+}
+
+/* Writes every GPU's limits and the grant, then clears the pending mark, so
+ * libvgpu never sees half-written limits. */
 static void write_limits(struct vg_binder *b, struct vg_shm *shm, const char *key,
                          const struct gpu_limit *gl, int ng) {
   const struct vg_region *r = vg_region_of(shm);
@@ -313,6 +341,7 @@ static void write_limits(struct vg_binder *b, struct vg_shm *shm, const char *ke
     }
     vg_region_set_sm_limit(shm, dev, gl[g].percent);
   }
+  if (write_grant(b, shm, key, gl, ng) != 0) return;
   vg_region_set_pending(shm, false);
   b->pass_bound++;
   pthread_mutex_lock(&b->lock);

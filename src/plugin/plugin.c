@@ -14,6 +14,7 @@
 
 #include "device_id.h"
 #include "deviceplugin.pb-c.h"
+#include "grant.h"
 #include "log.h"
 #include "region.h"
 #include "slot.h"
@@ -453,6 +454,35 @@ static int prepare_region(const struct vg_gpu *all, const char *path, const unsi
   return rc;
 }
 
+/* The grant directory of a slot (grant.h), mounted read-only in the
+ * container. When the IDs decide every limit, the grant is written now;
+ * when the binder writes them later, a grant left by an earlier container
+ * of the same IDs is removed first, so that libvgpu waits for the new one. */
+static int prepare_grant(const struct vg_gpu *all, const char *dir, const unsigned *gpus,
+                         unsigned n, const struct vg_container_limits *lim, bool pending, char *err,
+                         size_t len) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(err, len, "cannot create %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  char file[VG_CONFIG_PATH_MAX + 120];
+  snprintf(file, sizeof(file), "%s/%s", dir, VG_GRANT_FILE);
+  if (pending) {
+    if (unlink(file) == 0 || errno == ENOENT) return 0;
+    snprintf(err, len, "cannot remove the old grant %s: %s", file, strerror(errno));
+    return -1;
+  }
+  struct vg_grant g = {.count = n};
+  for (unsigned i = 0; i < n; i++) {
+    snprintf(g.gpu[i].uuid, sizeof(g.gpu[i].uuid), "%.95s", all[gpus[i]].uuid);
+    g.gpu[i].memory = lim[i].memory;
+  }
+  struct vg_err e;
+  if (vg_grant_write(dir, &g, &e) == 0) return 0;
+  snprintf(err, len, "%s", e.msg);
+  return -1;
+}
+
 /* One container: everything from the device IDs alone (docs/allocation.md,
  * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
  * no lock is held, so that Allocates of different pods run side by side.
@@ -524,7 +554,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
   r->envs = vg_arena_alloc(a, (nused + 5) * sizeof(*r->envs));
-  r->mounts = vg_arena_alloc(a, 4 * sizeof(*r->mounts));
+  r->mounts = vg_arena_alloc(a, 5 * sizeof(*r->mounts));
   r->devices = vg_arena_alloc(a, (nused + 4) * sizeof(*r->devices));
   add_env(a, r, "NVIDIA_VISIBLE_DEVICES", visible);
   add_device(p, a, r, "/dev/nvidiactl");
@@ -548,13 +578,16 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
   snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
   char preload[VG_CONFIG_PATH_MAX + 32], region[VG_CONFIG_PATH_MAX + 100];
+  char grant[VG_CONFIG_PATH_MAX + 100];
   snprintf(region, sizeof(region), "%s/region.cache", slot_dir);
+  snprintf(grant, sizeof(grant), "%s/grant", slot_dir);
   /* The stamp (the directory's mtime, also when the slot is reused) tells
    * the slot collector that the slot was just handed out: the kubelet lists
    * the container's IDs only once this call has returned. */
   pthread_rwlock_rdlock(&p->slots_lock);
   int rc = mkdir_p(slot_dir, err, sizeof(err));
   if (rc == 0) rc = ensure_preload(p, preload, sizeof(preload), err, sizeof(err));
+  if (rc == 0) rc = prepare_grant(gpus, grant, used, nused, lim, pending, err, sizeof(err));
   if (rc == 0) rc = prepare_region(gpus, region, used, nused, lim, pending, err, sizeof(err));
   if (rc == 0 && (rc = utimensat(AT_FDCWD, slot_dir, NULL, 0)) != 0)
     snprintf(err, sizeof(err), "cannot stamp %s: %s", slot_dir, strerror(errno));
@@ -583,6 +616,9 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
     add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
   }
   add_mount(a, r, slot_dir, VG_CONTAINER_DIR, false);
+  /* Over the writable slot directory: the container can read its grant
+   * but neither change nor remove it (a mount point cannot be removed). */
+  add_mount(a, r, grant, VG_GRANT_DIR, true);
   add_mount(a, r, p->library, VG_CONTAINER_DIR "/libvgpu.so", true);
   add_mount(a, r, preload, "/etc/ld.so.preload", true);
   pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, slot_dir, pending ? " (pending)" : "");

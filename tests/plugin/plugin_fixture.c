@@ -199,6 +199,16 @@ void region_from(const char *r, struct region_view *v) {
     v->sm[i] = reg->dev[i].sm_limit;
   }
   vg_shm_close(&shm);
+  /* The grant directory is mounted read-only over the slot's mount. */
+  char want[800], dir[620];
+  snprintf(dir, sizeof(dir), "%.*s/grant", (int)(strchr(p, '"') - p), p);
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/usr/local/vgpu/grant\", \"host_path\": \"%s\", "
+           "\"read_only\": true}",
+           dir);
+  if (strstr(r, want) == NULL) fail_msg("no read-only grant mount %s in %s", want, r);
+  v->grant_rc = vg_grant_load(dir, &v->grant, &err);
+  if (v->grant_rc < 0) fail_msg("%s", err.msg);
 }
 
 const char *registered(struct setup *s, int n, const char *resource) {

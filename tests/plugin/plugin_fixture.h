@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "grant.h"
 #include "harness.h"
 #include "region.h"
 
@@ -44,6 +45,8 @@ struct region_view {
   char uuid[4][VG_UUID_LEN];
   uint64_t limit[4];
   unsigned sm[4];
+  int grant_rc; /* vg_grant_load of the slot's grant: 0 read, 1 not written yet */
+  struct vg_grant grant;
 };
 
 /* cmocka fixtures: two simulated GPUs of 8 GiB, a plugin dir and a state dir;

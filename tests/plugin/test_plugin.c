@@ -327,6 +327,25 @@ static void test_example_vgpu(void **state) {
   assert_int_equal(v.ndev, 1);
   assert_string_equal(v.uuid[0], u1);
   assert_int_equal(v.limit[0], 0);
+  assert_int_equal(v.grant_rc, 1); /* the binder writes it with the limits */
+  /* The same IDs allocated again (a new container of the slot): an old
+   * grant goes, so the new container waits for its own. */
+  struct vg_grant stale = {.count = 1};
+  snprintf(stale.gpu[0].uuid, sizeof(stale.gpu[0].uuid), "%.95s", u1);
+  stale.gpu[0].memory = 8ULL << 30;
+  static const char key[] = "\"container_path\": \"/usr/local/vgpu/grant\", \"host_path\": \"";
+  const char *m = strstr(r, key);
+  assert_non_null(m);
+  m += strlen(key);
+  char dir[700];
+  snprintf(dir, sizeof(dir), "%.*s", (int)(strchr(m, '"') - m), m);
+  struct vg_err gerr;
+  assert_int_equal(vg_grant_write(dir, &stale, &gerr), 0);
+  r = fake(s, "allocate %s::7", u1);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(v.grant_rc, 1);
 
   r = fake(s, "allocate %s::0,%s::1", u0, u1);
   assert_non_null(strstr(r, "\"ok\": true"));
@@ -372,6 +391,12 @@ static void test_example_gpushare(void **state) {
   assert_int_equal(v.ndev, 1);
   assert_string_equal(v.uuid[0], u0);
   assert_int_equal(v.limit[0], 1024ULL << 20);
+  /* gpushare's IDs are the memory: the grant is written at Allocate */
+  assert_int_equal(v.grant_rc, 0);
+  assert_int_equal(v.grant.count, 1);
+  assert_string_equal(v.grant.gpu[0].uuid, u0);
+  assert_int_equal(v.grant.gpu[0].memory, 1024ULL << 20);
+  assert_int_equal(v.grant.gpu[0].cores, 0);
 
   r = fake(s, "allocate %s::5000,%s::5000", u0, u1);
   assert_non_null(strstr(r, "INVALID_ARGUMENT"));
@@ -560,6 +585,11 @@ static void test_node_agent_end_to_end(void **state) {
   }
   assert_string_equal(v.uuid[0], u1);
   assert_int_equal(v.limit[0], 3000ULL << 20);
+  /* ... and the read-only grant says the same (grant.h) */
+  assert_int_equal(v.grant_rc, 0);
+  assert_string_equal(v.grant.gpu[0].uuid, u1);
+  assert_int_equal(v.grant.gpu[0].memory, 3000ULL << 20);
+  assert_int_equal(v.grant.gpu[0].cores, 30);
 
   /* The inventory reaches the Node. */
   bool published = false;

@@ -22,6 +22,7 @@
 #include "binder.h"
 #include "slot.h"
 #include "config.h"
+#include "grant.h"
 #include "k8s.h"
 #include "region.h"
 
@@ -178,10 +179,15 @@ static void make_pending(const char *const *ids, size_t n) {
   if (vg_region_open(&shm, path, &err) != 0) fail_msg("%s", err.msg);
   vg_region_set_pending(&shm, true);
   vg_shm_close(&shm);
+  /* Allocate's grant directory (plugin.c), empty until the binder writes. */
+  strcat(dir, "/grant");
+  assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
 }
 
 struct seen {
   bool pending;
+  int grant_rc; /* vg_grant_load: 0 read, 1 absent */
+  struct vg_grant grant;
   unsigned ndev;
   char uuid[VG_MAX_DEVICES][VG_UUID_LEN];
   uint64_t mem[VG_MAX_DEVICES];
@@ -204,6 +210,21 @@ static void read_region(const char *const *ids, size_t n, struct seen *s) {
     s->sm[i] = r->dev[i].sm_limit;
   }
   vg_shm_close(&shm);
+  *strrchr(path, '/') = '\0';
+  strcat(path, "/grant");
+  s->grant_rc = vg_grant_load(path, &s->grant, &err);
+}
+
+/* The grant the container reads says what the region says, GPU by GPU. */
+static void grant_matches_region(const struct seen *s) {
+  assert_int_equal(s->grant_rc, 0);
+  assert_int_equal(s->grant.count, s->ndev);
+  for (unsigned i = 0; i < s->ndev; i++) {
+    const struct vg_grant_gpu *g = vg_grant_find(&s->grant, s->uuid[i]);
+    if (g == NULL) fail_msg("the grant lacks %s", s->uuid[i]);
+    assert_int_equal(g->memory, s->mem[i]);
+    assert_int_equal(g->cores, s->sm[i] >= 100 ? 0 : s->sm[i]);
+  }
 }
 
 static void assign(const char *pod, const char *resource, const char *const *ids, size_t n) {
@@ -256,6 +277,7 @@ static void test_vgpu_limits(void **state) {
     assert_int_equal(s.mem[i], 3000 * MIB);
     assert_int_equal(s.sm[i], 30);
   }
+  grant_matches_region(&s);
   /* Bound once: a second pass leaves it alone. */
   assert_int_equal(vg_binder_run_once(b, &err), 0);
   vg_binder_stop(b);
@@ -332,6 +354,7 @@ static void test_cce_limits(void **state) {
   assert_int_equal(s.ndev, 1);
   assert_int_equal(s.mem[0], 5120 * MIB);
   assert_int_equal(s.sm[0], 25);
+  grant_matches_region(&s);
   vg_binder_stop(b);
 }
 
@@ -360,6 +383,7 @@ static void test_unbindable_stays_pending(void **state) {
   read_region(ghost, 1, &s);
   assert_true(s.pending);
   assert_int_equal(s.ndev, 0);
+  assert_int_equal(s.grant_rc, 1); /* no grant: libvgpu waits, then refuses */
   read_region(plain, 1, &s);
   assert_true(s.pending);
   read_region(other, 1, &s);
