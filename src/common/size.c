@@ -116,8 +116,13 @@ char *vg_format_size(uint64_t bytes, char *buf, size_t len) {
     unit <<= 10;
     i++;
   }
-  if (bytes % unit == 0) {
+  /* Exact where it can be: "1.5 GiB", else "3000 MiB" rather than a
+   * rounded "2.9 GiB" that a user would compare with the 3000 they asked. */
+  uint64_t rest = bytes % unit;
+  if (rest == 0) {
     snprintf(buf, len, "%llu %s", (unsigned long long)(bytes / unit), names[i]);
+  } else if (rest * 10 % unit != 0 && i > 0 && bytes % (unit >> 10) == 0) {
+    snprintf(buf, len, "%llu %s", (unsigned long long)(bytes / (unit >> 10)), names[i - 1]);
   } else {
     snprintf(buf, len, "%.1f %s", (double)bytes / (double)unit, names[i]);
   }

@@ -370,27 +370,76 @@ def concurrent_admissions(ctx):
     delete_pods(ctx)
 
 
-@case("tamper-env-limit", xfail="issue 13: a container can raise its own limit")
+# Where struct vg_region (src/common/region.h, layout 1.3) keeps device 0's
+# memory limit and charge: a 32-byte header, the 64-byte mutex, generation,
+# device_count, flags and 8 reserved words (176), then the 96-byte UUID.
+REGION_DEV0_MEM_LIMIT = 272
+REGION_DEV0_MEM_USED = 280
+
+
+@case("tamper-env-limit")
 def tamper_env_limit(ctx):
-    """CUDA_DEVICE_MEMORY_LIMIT=10g in a 3000 MiB pod must not give it more."""
+    """CUDA_DEVICE_MEMORY_LIMIT=10g in a 3000 MiB pod gets 3000 MiB, and the
+    container is told why (the read-only grant)."""
+    script = "echo '== told'; vgpu-burn --meminfo 2>&1 | grep -m 1 grant\n" + PROBE
     log = run_pod(ctx, "tamper-env", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "3000"},
-                  env={"CUDA_DEVICE_MEMORY_LIMIT": "10g"})
+                  env={"CUDA_DEVICE_MEMORY_LIMIT": "10g"}, script=script)
+    state = kube.pod_summary("tamper-env", NS) + "\nlog:\n" + log
     burn = probe_json(log, "burn")
     delete_pods(ctx)
-    if burn["allocated_bytes"] > 3000 * MIB:
-        raise XFail("got %d MiB in a 3000 MiB pod" % (burn["allocated_bytes"] // MIB))
+    check(0 < burn["allocated_bytes"] <= 3000 * MIB,
+          "got %d MiB in a 3000 MiB pod" % (burn["allocated_bytes"] // MIB), state)
+    check("above this container's grant of 3000 MiB" in section(log, "told"),
+          "the container was not told that its grant applies", state)
 
 
-@case("tamper-region-write", xfail="issue 13: the region file is writable by the container")
+@case("tamper-vgpu-set")
+def tamper_vgpu_set(ctx):
+    """`vgpu set --memory 7g` inside a 2000 MiB pod is cut to the grant, says
+    so, and the pod still gets 2000 MiB; lowering (1000 MiB) works."""
+    script = ("echo '== set'; vgpu set --memory 7g 2>&1\n" + PROBE.replace("== done", "== high") +
+              "vgpu set --memory 1000m 2>&1; echo '== low'\n"
+              "vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1\necho '== done'\n")
+    log = run_pod(ctx, "tamper-set", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"},
+                  script=script)
+    state = kube.pod_summary("tamper-set", NS) + "\nlog:\n" + log
+    delete_pods(ctx)
+    check("above this container's grant" in section(log, "set"),
+          "vgpu set did not say the grant applies", state)
+    high = probe_json(log, "burn")
+    low = json.loads(section(log, "low").splitlines()[-1])
+    check(0 < high["allocated_bytes"] <= 2000 * MIB,
+          "got %d MiB after vgpu set 7g in a 2000 MiB pod" % (high["allocated_bytes"] // MIB), state)
+    check(0 < low["allocated_bytes"] <= 1000 * MIB,
+          "lowering to 1000 MiB gave %d MiB" % (low["allocated_bytes"] // MIB), state)
+
+
+@case("tamper-region-write")
 def tamper_region_write(ctx):
-    """A container that rewrites its region file must not gain memory."""
-    script = ("vgpu set --memory 7g 2>&1 | tail -n 1\n" + PROBE)
+    """A container that zeroes its region's limit and charge, points libvgpu
+    at a region of its own and asks for 10g still gets at most its 2000 MiB
+    grant; the grant itself cannot be written."""
+    zero = "head -c 8 /dev/zero | dd of=/usr/local/vgpu/region.cache bs=1 seek=%d conv=notrunc 2>/dev/null\n"
+    script = ("echo '== grant'; cat /usr/local/vgpu/grant/grant 2>&1\n"
+              "echo '== write'; (echo 'gpu x' > /usr/local/vgpu/grant/grant) 2>&1; "
+              "rm -f /usr/local/vgpu/grant/grant 2>&1; ls /usr/local/vgpu/grant 2>&1\n"
+              "echo '== burn'\n" +
+              zero % REGION_DEV0_MEM_LIMIT + zero % REGION_DEV0_MEM_USED +
+              "CUDA_DEVICE_MEMORY_LIMIT=10g CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/mine.cache "
+              "vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1\n"
+              "echo '== done'\n")
     log = run_pod(ctx, "tamper-region", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"},
                   script=script)
-    burn = probe_json(log, "burn")
+    state = kube.pod_summary("tamper-region", NS) + "\nlog:\n" + log
     delete_pods(ctx)
-    if burn["allocated_bytes"] > 2000 * MIB:
-        raise XFail("got %d MiB in a 2000 MiB pod" % (burn["allocated_bytes"] // MIB))
+    check(re.search(r"^gpu GPU-\S+ memory %d cores 0" % (2000 * MIB), section(log, "grant"), re.M),
+          "the container cannot read its grant", state)
+    check("Read-only file system" in section(log, "write") and
+          "grant" in section(log, "write").splitlines()[-1],
+          "the grant could be written or removed", state)
+    burn = probe_json(log, "burn")
+    check(0 < burn["allocated_bytes"] <= 2000 * MIB,
+          "got %d MiB after rewriting the region" % (burn["allocated_bytes"] // MIB), state)
 
 
 @case("tamper-visible-devices")

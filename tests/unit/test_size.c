@@ -86,6 +86,11 @@ static void test_format(void **s) {
   char buf[32];
   assert_string_equal(vg_format_size(200ULL << 20, buf, sizeof(buf)), "200 MiB");
   assert_string_equal(vg_format_size(3ULL << 29, buf, sizeof(buf)), "1.5 GiB");
+  /* not a tenth of a GiB: the exact MiB, not a rounded GiB */
+  assert_string_equal(vg_format_size(3000ULL << 20, buf, sizeof(buf)), "3000 MiB");
+  assert_string_equal(vg_format_size(1490ULL << 20, buf, sizeof(buf)), "1490 MiB");
+  /* not whole in the smaller unit either: one decimal */
+  assert_string_equal(vg_format_size((3000ULL << 20) + 1, buf, sizeof(buf)), "2.9 GiB");
   assert_string_equal(vg_format_size(512, buf, sizeof(buf)), "512 B");
   assert_string_equal(vg_format_size(0, buf, sizeof(buf)), "0 B");
 }
