@@ -47,6 +47,9 @@ VG_GLIBC_PIN(dlclose, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dlerror, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dladdr, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dlvsym, VG_GLIBC_BASE);
+#ifdef VG_COMPAT_PIN_DLSYM
+VG_GLIBC_PIN(dlsym, VG_GLIBC_BASE);
+#endif
 VG_GLIBC_PIN(pthread_once, VG_GLIBC_BASE);
 VG_GLIBC_PIN(pthread_mutexattr_init, VG_GLIBC_BASE);
 VG_GLIBC_PIN(pthread_mutexattr_destroy, VG_GLIBC_BASE);

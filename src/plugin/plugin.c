@@ -483,6 +483,22 @@ static int prepare_grant(const struct vg_gpu *all, const char *dir, const unsign
   return -1;
 }
 
+/* The vgpu CLI, installed beside libvgpu.so on the host, is mounted at
+ * /usr/local/vgpu/bin/vgpu so that `vgpu status` works in any image; a node
+ * whose installer predates it simply has none (a missing host path would
+ * fail the container's creation). */
+static void add_cli_mount(struct vg_plugin *p, struct vg_arena *a,
+                          V1beta1__ContainerAllocateResponse *r) {
+  char cli[VG_CONFIG_PATH_MAX + 8];
+  const char *slash = strrchr(p->library, '/');
+  snprintf(cli, sizeof(cli), "%.*s/vgpu", slash ? (int)(slash - p->library) : 0, p->library);
+  struct stat st;
+  if (stat(cli, &st) == 0 && S_ISREG(st.st_mode))
+    add_mount(a, r, cli, VG_CONTAINER_DIR "/bin/vgpu", true);
+  else
+    pdebug(p, "no vgpu CLI at %s: containers get none", cli);
+}
+
 /* One container: everything from the device IDs alone (docs/allocation.md,
  * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
  * no lock is held, so that Allocates of different pods run side by side.
@@ -554,7 +570,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
   r->envs = vg_arena_alloc(a, (nused + 5) * sizeof(*r->envs));
-  r->mounts = vg_arena_alloc(a, 5 * sizeof(*r->mounts));
+  r->mounts = vg_arena_alloc(a, 6 * sizeof(*r->mounts));
   r->devices = vg_arena_alloc(a, (nused + 4) * sizeof(*r->devices));
   add_env(a, r, "NVIDIA_VISIBLE_DEVICES", visible);
   add_device(p, a, r, "/dev/nvidiactl");
@@ -621,6 +637,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   add_mount(a, r, grant, VG_GRANT_DIR, true);
   add_mount(a, r, p->library, VG_CONTAINER_DIR "/libvgpu.so", true);
   add_mount(a, r, preload, "/etc/ld.so.preload", true);
+  add_cli_mount(p, a, r);
   pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, slot_dir, pending ? " (pending)" : "");
   *out = r;
   return GRPC_STATUS_OK;

@@ -130,6 +130,8 @@ static void test_register_list_allocate(void **state) {
            "\"read_only\": true}",
            s->state_dir);
   assert_non_null(strstr(r, want));
+  /* no CLI beside /opt/vgpu/libvgpu.so here: no mount that would fail the container */
+  assert_null(strstr(r, "/usr/local/vgpu/bin/vgpu"));
   char slots[500];
   snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
   assert_int_equal(dir_entries(slots), 1);
@@ -365,7 +367,17 @@ static void test_example_vgpu(void **state) {
 static void test_example_gpushare(void **state) {
   struct setup *s = *state;
   start_fake(s, false);
-  start_plugin_config(s, EXAMPLE("gpushare"), NULL, NULL);
+  /* The installer's host directory: libvgpu.so and the vgpu CLI beside it. */
+  char lib[600], cli[600];
+  snprintf(lib, sizeof(lib), "%s/libvgpu.so", s->state_dir);
+  snprintf(cli, sizeof(cli), "%s/vgpu", s->state_dir);
+  assert_true(mkdir(s->state_dir, 0755) == 0 || errno == EEXIST);
+  FILE *f = fopen(lib, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_non_null(f = fopen(cli, "w"));
+  fclose(f);
+  start_plugin_config(s, EXAMPLE("gpushare"), "--library", lib);
   registered(s, 1, "aliyun.com/gpu-mem");
   const char *r = fake(s, "devices 1 10");
   assert_int_equal(count(r, "::"), 2 * 8192);
@@ -379,6 +391,13 @@ static void test_example_gpushare(void **state) {
   assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_DEV", "8192"));
   assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_CONTAINER", "1024"));
   assert_true(has_env(r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/region.cache"));
+  /* the CLI beside the library, read-only: `vgpu status` in any image */
+  char want[800];
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/usr/local/vgpu/bin/vgpu\", \"host_path\": \"%s\", "
+           "\"read_only\": true}",
+           cli);
+  assert_non_null(strstr(r, want));
   /* the preference keeps a container's memory on one GPU */
   const char *pref = strstr(r, "\"preferred\"");
   assert_non_null(pref);

@@ -1,7 +1,8 @@
 /*
- * libc_start.c -- lets vgpu-burn start on glibc older than the one that
- * built it (down to 2.17), so it can run in old CUDA images (tests/e2e's
- * old-userland case).
+ * libc_start.c -- lets an executable (vgpu-burn, the vgpu CLI) start on
+ * glibc older than the one that built it (down to 2.17), so it can run in
+ * old CUDA images (tests/e2e's old-userland case; the CLI is mounted into
+ * every GPU container).
  *
  * The program's startup code (Scrt1.o) calls __libc_start_main, which glibc
  * 2.34 versioned anew (GLIBC_2.34): the old loader refuses such a binary.
