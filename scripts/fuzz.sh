@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 secs="${FUZZ_SECONDS:-60}"
 out=build-fuzz
 mkdir -p "$out"
-common="src/common/err.c src/common/log.c src/common/size.c src/common/quantity.c src/common/shmfile.c src/common/region.c"
-for t in size quantity config region plugin_config assignment extender webhook; do
+common="src/common/err.c src/common/log.c src/common/size.c src/common/quantity.c src/common/shmfile.c src/common/region.c src/common/grant.c"
+for t in size quantity config region grant plugin_config assignment extender webhook; do
   extra=""
   [ "$t" = config ] && extra="src/lib/config.c"
   [ "$t" = plugin_config ] && extra="-Isrc/plugin src/plugin/config.c src/plugin/dialect.c -lyaml"
