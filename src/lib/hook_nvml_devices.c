@@ -38,9 +38,7 @@ static bool hidden(nvmlDevice_t device) {
          vg_state_hides(uuid);
 }
 
-static bool assignment_applies(void) {
-  return vg_state_ready() && vg_region_assigned(vg_region_of(&vg_state.shm));
-}
+static bool assignment_applies(void) { return vg_state_ready() && vg_state_has_assignment(); }
 
 static nvmlReturn_t list_shown(struct shown *s) {
   s->n = 0;

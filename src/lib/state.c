@@ -19,7 +19,8 @@ extern char **environ;
 struct vg_state vg_state;
 
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_ready; /* 0: not yet, 1: done */
+static pthread_mutex_t g_grant_lock = PTHREAD_MUTEX_INITIALIZER; /* loading the grant */
+static int g_ready;                                              /* 0: not yet, 1: done */
 
 /* What this process itself holds per region entry, in its own memory. The
  * region's figures are writable by every process of the container; this is
@@ -40,6 +41,7 @@ static void forget_devices(void) {
  * lock or memory: it starts with an empty table and joins on first use. */
 static void after_fork_in_child(void) {
   pthread_mutex_init(&g_init_lock, NULL);
+  pthread_mutex_init(&g_grant_lock, NULL);
   vg_alloc_reset();
   vg_pool_reset();
   vg_state.shm.self_slot = -1;
@@ -144,10 +146,12 @@ static uint64_t granted_mem(int ordinal, const struct vg_grant_gpu *g) {
 static unsigned granted_sm(int ordinal, const struct vg_grant_gpu *g) {
   unsigned want = vg_state.cfg.sm_limit[ordinal];
   if (g == NULL || clamp_percent(want, g->cores) == (want >= 100 ? 0 : want)) return want;
+  char asked[16] = "unlimited"; /* 0 and 100 both mean no limit */
+  if (want != 0 && want < 100) snprintf(asked, sizeof(asked), "%u %%", want);
   vg_warn(
-      "a compute limit of %u %% for CUDA device %d is above this container's grant of %u %% "
+      "a compute limit of %s for CUDA device %d is above this container's grant of %u %% "
       "(%s/%s, set by the node agent): %u %% applies",
-      want >= 100 ? 100 : want, ordinal, g->cores, vg_state.grant_dir, VG_GRANT_FILE, g->cores);
+      asked, ordinal, g->cores, vg_state.grant_dir, VG_GRANT_FILE, g->cores);
   return g->cores;
 }
 
@@ -196,9 +200,37 @@ static void apply_limits_locked(int dev, int ordinal) {
  * may be used (VG_REGION_ASSIGNED); elsewhere every GPU the process sees is
  * registered on first use. The assignment is complete before the agent
  * marks the region, so this never waits for pending limits. */
+/* Under a grant, the grant is the container's assignment too. It is read
+ * here without waiting: the checks below also serve NVML's enumeration and
+ * context creation, which never wait for the agent; until the grant is
+ * there the region's assignment (ASSIGNED, set at Allocate) decides. */
+/* Reads the grant once it exists: 0 read (now or before), 1 not written
+ * yet, -1 with err. Serialised, and published only whole. */
+static int try_load_grant(struct vg_err *err) {
+  if (__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE)) return 0;
+  pthread_mutex_lock(&g_grant_lock);
+  int rc = 0;
+  if (!vg_state.grant_loaded) {
+    struct vg_grant g;
+    rc = vg_grant_load(vg_state.grant_dir, &g, err);
+    if (rc == 0) {
+      vg_state.grant = g;
+      __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&g_grant_lock);
+  return rc;
+}
+
+static bool outside_grant(const char *uuid) {
+  struct vg_err err;
+  if (!vg_state.granted || try_load_grant(&err) != 0) return false;
+  return vg_grant_find(&vg_state.grant, uuid) == NULL;
+}
+
 static bool outside_assignment(const char *uuid) {
   const struct vg_region *r = vg_region_of(&vg_state.shm);
-  if (vg_state.grant_loaded && vg_grant_find(&vg_state.grant, uuid) == NULL) return true;
+  if (outside_grant(uuid)) return true;
   return vg_region_assigned(r) && vg_region_find_device(r, uuid) < 0;
 }
 
@@ -226,14 +258,11 @@ static void format_uuid(const CUuuid *u, char *out, size_t len) {
 /* Under a grant: loads it. 1 while the agent has not written it yet, -1
  * (said) when it cannot be used -- GPU work is then refused. */
 static int load_grant(void) {
-  if (!vg_state.granted || vg_state.grant_loaded) return 0;
+  if (!vg_state.granted) return 0;
   struct vg_err err;
-  int rc = vg_grant_load(vg_state.grant_dir, &vg_state.grant, &err);
-  if (rc < 0) {
+  int rc = try_load_grant(&err);
+  if (rc < 0)
     vg_error("%s; refusing GPU work rather than running without this container's grant", err.msg);
-    return -1;
-  }
-  if (rc == 0) __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
   return rc;
 }
 
@@ -292,17 +321,22 @@ static int refuse_ordinal(int ordinal, const char *uuid) {
                                    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return VG_STATE_NOT_ASSIGNED;
   const struct vg_region *r = vg_region_of(&vg_state.shm);
-  char gpus[700] = "";
+  bool by_grant = __atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE);
+  char gpus[700] = "", where[sizeof(vg_state.shm.path) + 32];
   size_t off = 0;
-  uint32_t n = __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
+  uint32_t n =
+      by_grant ? vg_state.grant.count : __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < n && i < VG_MAX_DEVICES && off < sizeof(gpus); i++)
-    off += (size_t)snprintf(gpus + off, sizeof(gpus) - off, "%s%s", i ? ", " : "", r->dev[i].uuid);
+    off += (size_t)snprintf(gpus + off, sizeof(gpus) - off, "%s%s", i ? ", " : "",
+                            by_grant ? vg_state.grant.gpu[i].uuid : r->dev[i].uuid);
+  snprintf(where, sizeof(where), "%s %s%s", by_grant ? "grant" : "region file",
+           by_grant ? vg_state.grant_dir : vg_state.shm.path, by_grant ? "/" VG_GRANT_FILE : "");
   vg_error(
       "CUDA device %d (%s) is not one of this container's GPUs: the node agent assigned %s "
-      "(region file %s). Contexts and memory on it are refused with CUDA_ERROR_INVALID_DEVICE "
+      "(%s). Contexts and memory on it are refused with CUDA_ERROR_INVALID_DEVICE "
       "instead of being used without limits; keep the NVIDIA_VISIBLE_DEVICES the device "
       "plugin set",
-      ordinal, uuid, n ? gpus : "none", vg_state.shm.path);
+      ordinal, uuid, n ? gpus : "none", where);
   return VG_STATE_NOT_ASSIGNED;
 }
 
@@ -326,11 +360,15 @@ bool vg_state_refuses(int ordinal) {
   int dev = __atomic_load_n(&vg_state.dev_map[ordinal], __ATOMIC_ACQUIRE);
   if (dev != -1) return dev == VG_STATE_NOT_ASSIGNED;
   /* Outside the node agent (vgpu run) nothing is refused: no driver query. */
-  if (!vg_region_assigned(vg_region_of(&vg_state.shm))) return false;
+  if (!vg_region_assigned(vg_region_of(&vg_state.shm)) && !vg_state.granted) return false;
   char text[VG_UUID_LEN];
   if (!ordinal_uuid(ordinal, text, sizeof(text)) || !outside_assignment(text)) return false;
   refuse_ordinal(ordinal, text);
   return true;
+}
+
+bool vg_state_has_assignment(void) {
+  return vg_state.granted || vg_region_assigned(vg_region_of(&vg_state.shm));
 }
 
 bool vg_state_hides(const char *uuid) { return vg_state_ready() && outside_assignment(uuid); }

@@ -54,6 +54,9 @@ int vg_state_device(int ordinal);
  * once, as above). Never waits for pending limits: the assignment is
  * complete before the agent marks the region. */
 bool vg_state_refuses(int ordinal);
+/* True under the node agent: the region lists the container's GPUs
+ * (VG_REGION_ASSIGNED) or a grant does; other GPUs are then not its. */
+bool vg_state_has_assignment(void);
 /* True if the GPU with this UUID is outside the node agent's assignment:
  * NVML does not show it. */
 bool vg_state_hides(const char *uuid);
