@@ -49,6 +49,7 @@ bool vg_limiter_engaged(void) {
   gen = gen * 2 + grant; /* the grant's arrival counts as a change */
   if (gen == __atomic_load_n(&seen, __ATOMIC_ACQUIRE))
     return __atomic_load_n(&engaged, __ATOMIC_RELAXED);
+  vg_state_refresh_grant(); /* a resize moves the generation too */
   bool now = scan_engaged();
   __atomic_store_n(&engaged, now, __ATOMIC_RELAXED);
   __atomic_store_n(&seen, gen, __ATOMIC_RELEASE);

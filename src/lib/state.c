@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,8 +27,14 @@ static int g_ready;                                              /* 0: not yet, 
  * region's figures are writable by every process of the container; this is
  * not, so no scribbling on the region lets one process pass its grant. */
 static uint64_t g_own[VG_MAX_DEVICES];
-/* Region entry -> index in vg_state.grant: -2 not looked up yet, -1 none. */
+/* Region entry -> index in vg_state.grant: -2 not looked up yet, -1 none;
+ * valid for grant version g_entry_version[entry]. */
 static int g_entry_grant[VG_MAX_DEVICES];
+static unsigned g_entry_version[VG_MAX_DEVICES];
+/* The region generation the grant was last checked at, and the identity of
+ * the grant file read (a new one is renamed in: a new inode). */
+static uint64_t g_grant_gen;
+static struct stat g_grant_file;
 
 static void forget_devices(void) {
   for (int i = 0; i < VG_MAX_DEVICES; i++) {
@@ -122,7 +129,7 @@ static bool joined(void) {
 
 /* The grant of the GPU with this UUID, or NULL (no grant, or not loaded). */
 static const struct vg_grant_gpu *granted_gpu(const char *uuid) {
-  return vg_state.grant_loaded ? vg_grant_find(&vg_state.grant, uuid) : NULL;
+  return vg_state.grant_loaded ? vg_grant_find(vg_state.grant, uuid) : NULL;
 }
 
 static unsigned clamp_percent(unsigned asked, unsigned granted) {
@@ -211,10 +218,13 @@ static int try_load_grant(struct vg_err *err) {
   pthread_mutex_lock(&g_grant_lock);
   int rc = 0;
   if (!vg_state.grant_loaded) {
-    struct vg_grant g;
-    rc = vg_grant_load(vg_state.grant_dir, &g, err);
+    g_grant_gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
+    char path[sizeof(vg_state.grant_dir) + 8];
+    snprintf(path, sizeof(path), "%s/%s", vg_state.grant_dir, VG_GRANT_FILE);
+    if (stat(path, &g_grant_file) != 0) memset(&g_grant_file, 0, sizeof(g_grant_file));
+    rc = vg_grant_load(vg_state.grant_dir, &vg_state.grant_buf[0], err);
     if (rc == 0) {
-      vg_state.grant = g;
+      __atomic_store_n(&vg_state.grant, &vg_state.grant_buf[0], __ATOMIC_RELEASE);
       __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
     }
   }
@@ -225,7 +235,7 @@ static int try_load_grant(struct vg_err *err) {
 static bool outside_grant(const char *uuid) {
   struct vg_err err;
   if (!vg_state.granted || try_load_grant(&err) != 0) return false;
-  return vg_grant_find(&vg_state.grant, uuid) == NULL;
+  return vg_grant_find(vg_state.grant, uuid) == NULL;
 }
 
 static bool outside_assignment(const char *uuid) {
@@ -325,10 +335,10 @@ static int refuse_ordinal(int ordinal, const char *uuid) {
   char gpus[700] = "", where[sizeof(vg_state.shm.path) + 32];
   size_t off = 0;
   uint32_t n =
-      by_grant ? vg_state.grant.count : __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
+      by_grant ? vg_state.grant->count : __atomic_load_n(&r->device_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < n && i < VG_MAX_DEVICES && off < sizeof(gpus); i++)
     off += (size_t)snprintf(gpus + off, sizeof(gpus) - off, "%s%s", i ? ", " : "",
-                            by_grant ? vg_state.grant.gpu[i].uuid : r->dev[i].uuid);
+                            by_grant ? vg_state.grant->gpu[i].uuid : r->dev[i].uuid);
   snprintf(where, sizeof(where), "%s %s%s", by_grant ? "grant" : "region file",
            by_grant ? vg_state.grant_dir : vg_state.shm.path, by_grant ? "/" VG_GRANT_FILE : "");
   vg_error(
@@ -418,18 +428,59 @@ bool vg_state_join(void) { return joined(); }
 
 /* The grant of region entry dev, or NULL; looked up once per entry (entries
  * are append-only and the grant does not change under a process). */
+static bool same_file(const struct stat *a, const struct stat *b) {
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Lock held: a new grant file is read into the buffer not in force and
+ * switched to; readers holding the old one finish with it. */
+static void reload_grant_locked(void) {
+  char path[sizeof(vg_state.grant_dir) + 8];
+  snprintf(path, sizeof(path), "%s/%s", vg_state.grant_dir, VG_GRANT_FILE);
+  struct stat st;
+  if (stat(path, &st) != 0 || same_file(&st, &g_grant_file)) return;
+  struct vg_grant *next =
+      vg_state.grant == &vg_state.grant_buf[0] ? &vg_state.grant_buf[1] : &vg_state.grant_buf[0];
+  struct vg_err err;
+  if (vg_grant_load(vg_state.grant_dir, next, &err) != 0) {
+    vg_error("%s; the grant in force stays", err.msg);
+    g_grant_file = st; /* said once per file */
+    return;
+  }
+  g_grant_file = st;
+  __atomic_store_n(&vg_state.grant, next, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&vg_state.grant_version, 1, __ATOMIC_RELEASE);
+  vg_info("the node agent changed this container's grant (%s)", path);
+}
+
+void vg_state_refresh_grant(void) {
+  if (!__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE)) return;
+  uint64_t gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
+  if (gen == __atomic_load_n(&g_grant_gen, __ATOMIC_ACQUIRE)) return;
+  pthread_mutex_lock(&g_grant_lock);
+  if (gen != g_grant_gen) {
+    reload_grant_locked();
+    __atomic_store_n(&g_grant_gen, gen, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_grant_lock);
+}
+
 static const struct vg_grant_gpu *entry_grant(int dev) {
   if (dev < 0 || dev >= VG_MAX_DEVICES ||
       !__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE))
     return NULL;
+  vg_state_refresh_grant();
+  unsigned version = __atomic_load_n(&vg_state.grant_version, __ATOMIC_ACQUIRE);
+  const struct vg_grant *grant = __atomic_load_n(&vg_state.grant, __ATOMIC_ACQUIRE);
   int i = __atomic_load_n(&g_entry_grant[dev], __ATOMIC_RELAXED);
-  if (i == -2) {
-    const struct vg_grant_gpu *g =
-        vg_grant_find(&vg_state.grant, vg_region_of(&vg_state.shm)->dev[dev].uuid);
-    i = g != NULL ? (int)(g - vg_state.grant.gpu) : -1;
+  if (i == -2 || __atomic_load_n(&g_entry_version[dev], __ATOMIC_RELAXED) != version) {
+    const struct vg_grant_gpu *g = vg_grant_find(grant, vg_region_of(&vg_state.shm)->dev[dev].uuid);
+    i = g != NULL ? (int)(g - grant->gpu) : -1;
     __atomic_store_n(&g_entry_grant[dev], i, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_entry_version[dev], version, __ATOMIC_RELAXED);
   }
-  return i >= 0 ? &vg_state.grant.gpu[i] : NULL;
+  return i >= 0 ? &grant->gpu[i] : NULL;
 }
 
 uint64_t vg_state_mem_limit(int dev) {
@@ -452,8 +503,8 @@ unsigned vg_state_sm_policy(int dev) {
 
 bool vg_state_grant_limits_sm(void) {
   if (!__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE)) return false;
-  for (unsigned i = 0; i < vg_state.grant.count; i++)
-    if (vg_state.grant.gpu[i].cores != 0) return true;
+  for (unsigned i = 0; i < vg_state.grant->count; i++)
+    if (vg_state.grant->gpu[i].cores != 0) return true;
   return false;
 }
 

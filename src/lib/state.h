@@ -32,7 +32,9 @@ struct vg_state {
   bool granted;
   bool grant_loaded;
   char grant_dir[512];
-  struct vg_grant grant;
+  const struct vg_grant *grant; /* the grant in force once loaded: one of grant_buf */
+  struct vg_grant grant_buf[2]; /* a new grant is read into the other, then switched to */
+  unsigned grant_version;       /* bumped at each switch */
 };
 
 extern struct vg_state vg_state;
@@ -73,6 +75,10 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
 uint64_t vg_state_mem_limit(int dev);
 unsigned vg_state_sm_limit(int dev);
 unsigned vg_state_sm_policy(int dev);
+/* Re-reads the grant if the node agent replaced it (a resize): checked
+ * when the region's generation moved, which the agent bumps after writing
+ * a grant. A grant that cannot be read leaves the old one in force. */
+void vg_state_refresh_grant(void);
 /* True if some granted GPU has a compute limit: the limiter stays engaged
  * whatever the region says. */
 bool vg_state_grant_limits_sm(void);

@@ -491,6 +491,78 @@ static void test_status_shows_grant(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* ---- the node agent changes the grant of a running container (resize) ---- */
+
+/* What the binder does on a resize: the new grant first, then the region's
+ * limit, whose change moves the generation that running processes watch. */
+static void agent_regrants(const struct vg_env *env, uint64_t bytes) {
+  char text[256];
+  snprintf(text, sizeof(text), "vgpu-grant 1\ngpu " GPU0 " memory %llu cores 0\n",
+           (unsigned long long)bytes);
+  char tmp[600];
+  snprintf(tmp, sizeof(tmp), "%s.new", grant_path(env, "grant"));
+  FILE *f = fopen(tmp, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(rename(tmp, grant_path(env, "grant")), 0);
+  struct vg_shm shm;
+  struct vg_err err;
+  open_region(env, &shm);
+  int dev = gpu0_entry(&shm);
+  assert_int_equal(vg_region_lock(&shm), 0);
+  vg_region_reap_locked(&shm); /* what exited holds nothing */
+  vg_region_unlock(&shm);
+  if (vg_region_set_mem_limit(&shm, dev, bytes, &err) != 0) fail_msg("%s", err.msg);
+  vg_shm_close(&shm);
+}
+
+/* Starts `probe_paths regrow 10m 100 GO`: allocates until refused, waits
+ * for GO, frees and allocates again. */
+static pid_t spawn_regrow(const struct vg_env *env, const char *go) {
+  char prog[512];
+  snprintf(prog, sizeof(prog), "%s", vg_build_path("tests/probe_paths"));
+  char *argv[] = {prog, "regrow", "10m", "100", (char *)go, NULL};
+  return vg_spawn(env, argv);
+}
+
+static void wait_key(const struct vg_env *env, pid_t pid, const char *key, char *out, size_t len) {
+  for (int i = 0; i < 400; i++) {
+    vg_spawn_output(env, pid, out, len);
+    if (strstr(out, key) != NULL) return;
+    usleep(25000);
+  }
+  fail_msg("no \"%s\" from pid %d: %s", key, (int)pid, out);
+}
+
+/* The grant raised from 100 to 200 MiB while a process runs at its limit:
+ * the same process, not restarted, gets 10 more 10 MiB blocks (200 MiB),
+ * and sees the new total. Then lowered to 50 MiB with nothing in use: a new
+ * allocation round gets 50. */
+static void test_running_process_follows_a_new_grant(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_granted(&env, "vgpu-grant 1\ngpu " GPU0 " memory 104857600 cores 0\n");
+  char go[400], out[8192];
+  snprintf(go, sizeof(go), "%s/go", env.dir);
+  pid_t pid = spawn_regrow(&env, go);
+  wait_key(&env, pid, "\"first\"", out, sizeof(out));
+  if (json_num(out, "first") != 10 || json_num(out, "first_total") != 100 * MiB)
+    fail_msg("before the resize: %s", out);
+  agent_regrants(&env, 200 * MiB);
+  FILE *f = fopen(go, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(vg_wait(pid), 0);
+  vg_spawn_output(&env, pid, out, sizeof(out));
+  if (json_num(out, "second") != 10 || json_num(out, "second_total") != 200 * MiB)
+    fail_msg("after the resize to 200 MiB: %s", out);
+
+  agent_regrants(&env, 50 * MiB);
+  assert_int_equal(alloc_10m(&env, "100"), 5);
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest memory[] = {
       cmocka_unit_test(test_env_limit_above_grant_is_cut),
@@ -507,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_outside_grant_every_way_closed),
       cmocka_unit_test(test_gpu_outside_grant_and_assignment),
       cmocka_unit_test(test_status_shows_grant),
+      cmocka_unit_test(test_running_process_follows_a_new_grant),
   };
   const struct CMUnitTest compute[] = {
       cmocka_unit_test(test_sm_from_grant_env_zero),
