@@ -444,6 +444,18 @@ check_live_set() {
   fi
 }
 
+# 16. Under the node agent's grant (docs/security.md) a larger limit in the
+# environment is cut to the grant: PyTorch with CUDA_DEVICE_MEMORY_LIMIT=10g
+# and a 1 GiB grant stops at 1 GiB on the real driver.
+check_grant() {
+  torch_has_gpu || { skip "16 PyTorch with a GPU not available"; return; }
+  local uuid dir=$tmp/c16/grant
+  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i 0 2>/dev/null)
+  mkdir -p "$dir" && printf 'vgpu-grant 1\ngpu %s memory %d cores 0\n' "$uuid" $GiB >"$dir/grant"
+  python_oom 16 "a 1 GiB grant under CUDA_DEVICE_MEMORY_LIMIT=10g (PyTorch)" "$tmp/c16/region.cache" \
+    CUDA_DEVICE_MEMORY_LIMIT=10g VGPU_GRANT_DIR="$dir" -- <<<"$torch_oom_py"
+}
+
 check_limit
 check_raise
 check_shared
@@ -459,6 +471,7 @@ check_torch_async
 check_cupy_oom
 check_jax
 check_live_set
+check_grant
 check_sm_accuracy
 
 [ $skipped -gt 0 ] && echo "($skipped skipped)"
