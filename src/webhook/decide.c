@@ -147,10 +147,51 @@ static void route(json_object *pod, const char *resource, struct vg_wh_decision 
           VG_WH_SCHEDULER);
 }
 
+/* The assignment annotation of pod: 0 absent, 1 a string (in *text), -1
+ * something else (refused: nothing of ours writes that). */
+static int assigned_of(json_object *pod, const char **text) {
+  json_object *v = vg_json_get(vg_json_get(vg_json_get(pod, "metadata"), "annotations"),
+                               VG_WH_ASSIGNED_ANNOTATION);
+  *text = NULL;
+  if (v == NULL) return 0;
+  if (!json_object_is_type(v, json_type_string)) return -1;
+  *text = json_object_get_string(v);
+  return 1;
+}
+
+void vg_wh_decide_update(json_object *old, json_object *pod, struct vg_wh_decision *d) {
+  memset(d, 0, sizeof(*d));
+  if (pod == NULL || !json_object_is_type(pod, json_type_object) || old == NULL ||
+      !json_object_is_type(old, json_type_object)) {
+    set_why(d, VG_WH_REFUSE, "request.object or request.oldObject is not a Pod object");
+    return;
+  }
+  const char *was, *now;
+  int a = assigned_of(old, &was), b = assigned_of(pod, &now);
+  if (a >= 0 && a == b && (a == 0 || strcmp(was, now) == 0)) {
+    set_why(d, VG_WH_ALLOW, "%s unchanged", VG_WH_ASSIGNED_ANNOTATION);
+    return;
+  }
+  set_why(d, VG_WH_REFUSE,
+          "the annotation %s is vgpu-scheduler's record of the GPU slices it placed, from which "
+          "the node agent grants the containers their limits; it is written when the pod is "
+          "bound and cannot be changed (docs/security.md)",
+          VG_WH_ASSIGNED_ANNOTATION);
+}
+
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d) {
   memset(d, 0, sizeof(*d));
   if (pod == NULL || !json_object_is_type(pod, json_type_object)) {
     set_why(d, VG_WH_REFUSE, "request.object is not a Pod object");
+    return;
+  }
+  const char *assigned;
+  if (assigned_of(pod, &assigned) != 0) {
+    set_why(d, VG_WH_REFUSE,
+            "the annotation %s is written by vgpu-scheduler when it binds the pod (the node agent "
+            "grants the containers their limits from it); a pod cannot be created with it "
+            "(docs/security.md)",
+            VG_WH_ASSIGNED_ANNOTATION);
     return;
   }
   const char *skip = vg_json_get_str(vg_json_get(vg_json_get(pod, "metadata"), "annotations"),

@@ -15,6 +15,12 @@
  *
  * "Asks" means a managed resource with a quantity above zero in the
  * container's resources.limits or resources.requests.
+ *
+ * And, for any Pod, the scheduler's assignment (vgpu.io/assigned, from
+ * which the node agent writes each container's grant) is written only by
+ * vgpu-scheduler's Binding, which the API server applies without a Pod
+ * UPDATE: so a Pod created with it, or an UPDATE that changes it, is
+ * refused -- otherwise a tenant could write itself a larger grant.
  */
 #ifndef VG_WH_DECIDE_H
 #define VG_WH_DECIDE_H
@@ -32,6 +38,7 @@
 #define VG_WH_ORIGINAL_ANNOTATION "vgpu.io/original-scheduler-name"
 /* What the API server defaults an absent spec.schedulerName to. */
 #define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
+#define VG_WH_ASSIGNED_ANNOTATION "vgpu.io/assigned"
 
 enum vg_wh_verdict { VG_WH_ALLOW, VG_WH_ROUTE, VG_WH_REFUSE };
 
@@ -47,5 +54,7 @@ struct vg_wh_decision {
 };
 
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d);
+/* A Pod UPDATE: refused if it changes VG_WH_ASSIGNED_ANNOTATION; else allowed. */
+void vg_wh_decide_update(json_object *old, json_object *pod, struct vg_wh_decision *d);
 
 #endif

@@ -51,13 +51,16 @@ static json_object *parse(const char *body, size_t len, char *why, size_t why_le
   return v;
 }
 
-/* Only a Pod CREATE (not a subresource) is ours to decide. */
-static bool pod_create(json_object *req) {
+/* A Pod CREATE or UPDATE (not a subresource: a Binding or a status update
+ * is not ours to decide) -- the operation, else NULL. */
+static const char *pod_operation(json_object *req) {
   json_object *kind = vg_json_get(req, "kind");
   const char *group = vg_json_get_str(kind, "group"), *k = vg_json_get_str(kind, "kind");
   const char *op = vg_json_get_str(req, "operation"), *sub = vg_json_get_str(req, "subResource");
-  return k != NULL && strcmp(k, "Pod") == 0 && (group == NULL || *group == '\0') && op != NULL &&
-         strcmp(op, "CREATE") == 0 && (sub == NULL || *sub == '\0');
+  if (k == NULL || strcmp(k, "Pod") != 0 || (group != NULL && *group != '\0') || op == NULL ||
+      (sub != NULL && *sub != '\0'))
+    return NULL;
+  return strcmp(op, "CREATE") == 0 || strcmp(op, "UPDATE") == 0 ? op : NULL;
 }
 
 /* Fills resp (uid already in) from the decision; returns the result. */
@@ -97,7 +100,11 @@ static void decide_review(const char *api_version, json_object *req,
   json_object *resp = json_object_new_object();
   json_object_object_add(resp, "uid", json_object_get(vg_json_get(req, "uid")));
   struct vg_wh_decision d = {.verdict = VG_WH_ALLOW};
-  if (pod_create(req)) vg_wh_decide(vg_json_get(req, "object"), res, &d);
+  const char *op = pod_operation(req);
+  if (op != NULL && strcmp(op, "CREATE") == 0)
+    vg_wh_decide(vg_json_get(req, "object"), res, &d);
+  else if (op != NULL)
+    vg_wh_decide_update(vg_json_get(req, "oldObject"), vg_json_get(req, "object"), &d);
   out->result = answer(resp, &d);
   if (out->result == VG_WH_R_INVALID) {
     json_object_put(resp);

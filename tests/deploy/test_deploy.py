@@ -324,8 +324,9 @@ def check_webhook(objs):
           "webhook policies")
     check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
                                            "path": "/mutate", "port": 443}, "clientConfig")
-    check(w["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                          "resources": ["pods"], "scope": "Namespaced"}], "rules: pods CREATE")
+    check(w["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"],
+                          "operations": ["CREATE", "UPDATE"], "resources": ["pods"],
+                          "scope": "Namespaced"}], "rules: pods CREATE and UPDATE")
     ex = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
     check(ex["kubernetes.io/metadata.name"]["values"] == [NS, "kube-system"] and
           ex["vgpu.io/admission"]["values"] == ["ignore"] and

@@ -702,6 +702,40 @@ def admission_refusals(ctx):
               "the refusal does not say why (%s): %s" % (", ".join(words), err))
 
 
+@case("admission-assignment-guard")
+def admission_assignment_guard(ctx):
+    """vgpu.io/assigned, from which the node agent writes a container's grant,
+    cannot be rewritten by the pod's owner (kubectl annotate is refused with
+    the reason) nor brought along at creation; the scheduler's own binding
+    still writes it, and other annotations still change."""
+    name = "guarded"
+    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    state = kube.pod_summary(name, NS)
+    before = kube.get("pod", name, NS)["metadata"]["annotations"].get("vgpu.io/assigned")
+    check(before, "the scheduler's binding wrote no vgpu.io/assigned", state)
+    bigger = json.loads(before)
+    for c in bigger["containers"]:
+        for g in c["gpus"]:
+            g["memory"] = 8000 * MIB
+    bigger = json.dumps(bigger, separators=(",", ":"))
+    proc = subprocess.run(["kubectl", "annotate", "pod", "-n", NS, name, "--overwrite",
+                           "vgpu.io/assigned=" + bigger], capture_output=True, text=True, timeout=60)
+    after = kube.get("pod", name, NS)["metadata"]["annotations"].get("vgpu.io/assigned")
+    check(proc.returncode != 0 and "cannot be changed" in proc.stderr,
+          "kubectl annotate vgpu.io/assigned was not refused with the reason: rc %d %s" %
+          (proc.returncode, proc.stderr.strip()), state)
+    check(after == before, "vgpu.io/assigned changed: %s" % after, state)
+    kube.kubectl("annotate", "pod", "-n", NS, name, "note=hello")  # other updates pass
+    preset = pod_spec("preset-assigned", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"},
+                      annotations={"vgpu.io/assigned": bigger})
+    err = create_refused(preset)
+    if err is None:
+        ctx.created.append("preset-assigned")
+    check(err is not None and "cannot be created with it" in err,
+          "a pod was created with its own vgpu.io/assigned: %s" % err, state)
+    delete_pods(ctx)
+
+
 def webhook_endpoints():
     ep = kube.get("endpoints", "vgpu-webhook", install.NS) or {}
     return [a for sub in ep.get("subsets") or [] for a in sub.get("addresses") or []]

@@ -239,7 +239,8 @@ static void test_not_pod_create(void **state) {
       "{\"nvidia.com/gpu\":\"1\"}}}]}}";
   char *base = fx_review(pod);
   const char *swaps[][2] = {
-      {"\"operation\":\"CREATE\"", "\"operation\":\"UPDATE\""},
+      {"\"operation\":\"CREATE\"", "\"operation\":\"DELETE\""},
+      {"\"operation\":\"CREATE\"", "\"operation\":\"UPDATE\",\"subResource\":\"status\""},
       {"\"kind\":\"Pod\"", "\"kind\":\"Deployment\""},
       {"\"group\":\"\",\"version\":\"v1\",\"kind\"",
        "\"group\":\"apps\",\"version\":\"v1\",\"kind\""},
@@ -253,6 +254,54 @@ static void test_not_pod_create(void **state) {
     assert_unchanged(fx_response(text));
   }
   free(base);
+}
+
+/* An UPDATE review of old -> pod (malloc'd). */
+static char *update_review(const char *old, const char *pod) {
+  char *base = fx_review(pod), *out = NULL;
+  const char *at = strstr(base, "\"operation\":\"CREATE\"");
+  assert_non_null(at);
+  assert_true(asprintf(&out, "%.*s\"operation\":\"UPDATE\",\"oldObject\":%s%s", (int)(at - base),
+                       base, old, at + strlen("\"operation\":\"CREATE\"")) > 0);
+  free(base);
+  return out;
+}
+
+static json_object *review_update(const char *old, const char *pod) {
+  char *text = update_review(old, pod);
+  json_object *resp = fx_response(text);
+  free(text);
+  return resp;
+}
+
+#define POD_ASSIGNED(v)                                                                     \
+  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"vgpu.io/assigned\":" v \
+  "}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
+#define POD_PLAIN "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
+
+/* vgpu.io/assigned is the scheduler's, written by its Binding (no Pod
+ * UPDATE): an UPDATE that leaves it alone passes, one that sets, changes or
+ * removes it is refused, and so is a pod created with it -- a tenant would
+ * otherwise write itself a larger grant. */
+static void test_assignment_annotation_guarded(void **state) {
+  (void)state;
+  const char *mine = POD_ASSIGNED("\"{\\\"c\\\":[]}\"");
+  const char *bigger = POD_ASSIGNED("\"{\\\"c\\\":[1]}\"");
+  assert_unchanged(review_update(mine, mine)); /* labels, other annotations: not ours */
+  assert_unchanged(review_update(POD_PLAIN, POD_PLAIN));
+  assert_refused(review_update(mine, bigger), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(review_update(POD_PLAIN, mine), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(review_update(mine, POD_PLAIN), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(review_update(POD_ASSIGNED("7"), POD_ASSIGNED("7")), "vgpu.io/assigned",
+                 "cannot be changed"); /* not a string: nothing of ours wrote it */
+  /* an UPDATE without the old object cannot be judged */
+  char *text = fx_review(mine), *at = strstr(text, "\"CREATE\"");
+  memcpy(at, "\"UPDATE\"", 8);
+  assert_refused(fx_response(text), "oldObject", "not a Pod");
+  free(text);
+  /* created with it, even opted out or asking for nothing */
+  assert_refused(review_pod(strdup(mine)), "vgpu.io/assigned", "cannot be created with it");
+  assert_refused(review_pod(strdup(POD_ASSIGNED("\"\""))), "vgpu.io/assigned", "created");
 }
 
 static void expect_status(const char *body, size_t len, unsigned status, const char *part) {
@@ -393,6 +442,7 @@ int main(void) {
       cmocka_unit_test(test_privileged_refused),
       cmocka_unit_test(test_init_container_refused),
       cmocka_unit_test(test_not_pod_create),
+      cmocka_unit_test(test_assignment_annotation_guarded),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_huge),
       cmocka_unit_test(test_resources_flag),
