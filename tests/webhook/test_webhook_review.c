@@ -274,9 +274,9 @@ static json_object *review_update(const char *old, const char *pod) {
   return resp;
 }
 
-#define POD_ASSIGNED(v)                                                                     \
-  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"vgpu.io/assigned\":" v \
-  "}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
+#define POD_ASSIGNED(v)                                                                \
+  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"vgpu.io/" \
+  "assigned\":" v "}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
 #define POD_PLAIN "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
 
 /* vgpu.io/assigned is the scheduler's, written by its Binding (no Pod
