@@ -60,7 +60,7 @@ static int parse(int argc, char **argv, struct set_opts *o) {
 static uint64_t within_grant(const struct vg_grant *g, const char *uuid, uint64_t bytes,
                              const char *dir) {
   const struct vg_grant_gpu *gpu = vg_grant_find(g, uuid);
-  if (gpu == NULL || vg_grant_clamp(bytes, gpu->memory) == bytes) return bytes;
+  if (vg_grant_memory(gpu, bytes) == bytes) return bytes;
   char a[32], b[32];
   fprintf(stderr, "vgpu set: %s: %s is above this container's grant of %s (%s/%s); %s applies\n",
           uuid, bytes ? vg_format_size(bytes, a, sizeof(a)) : "unlimited",
@@ -71,8 +71,8 @@ static uint64_t within_grant(const struct vg_grant *g, const char *uuid, uint64_
 static unsigned cores_within_grant(const struct vg_grant *g, const char *uuid, unsigned pct,
                                    const char *dir) {
   const struct vg_grant_gpu *gpu = vg_grant_find(g, uuid);
-  unsigned asked = pct >= 100 ? 0 : pct;
-  if (gpu == NULL || vg_grant_clamp(asked, gpu->cores) == asked) return pct;
+  unsigned asked = vg_grant_cores(NULL, pct);
+  if (vg_grant_cores(gpu, pct) == asked) return pct;
   fprintf(stderr,
           "vgpu set: %s: %u %% is above this container's grant of %u %% (%s/%s); %u %% applies\n",
           uuid, asked ? asked : 100, gpu->cores, dir, VG_GRANT_FILE, gpu->cores);

@@ -60,12 +60,9 @@ int vg_cli_grant(struct vg_grant *g, char *dir, size_t len, struct vg_err *err) 
 }
 
 uint64_t vg_cli_mem_limit(const struct vg_grant *g, const struct vg_region_device *d) {
-  const struct vg_grant_gpu *gpu = vg_grant_find(g, d->uuid);
-  return gpu != NULL ? vg_grant_clamp(d->mem_limit, gpu->memory) : d->mem_limit;
+  return vg_grant_memory(vg_grant_find(g, d->uuid), d->mem_limit);
 }
 
 unsigned vg_cli_sm_limit(const struct vg_grant *g, const struct vg_region_device *d) {
-  const struct vg_grant_gpu *gpu = vg_grant_find(g, d->uuid);
-  unsigned pct = d->sm_limit >= 100 ? 0 : d->sm_limit;
-  return gpu != NULL ? (unsigned)vg_grant_clamp(pct, gpu->cores) : pct;
+  return vg_grant_cores(vg_grant_find(g, d->uuid), d->sm_limit);
 }

@@ -85,4 +85,15 @@ static inline uint64_t vg_grant_clamp(uint64_t asked, uint64_t granted) {
   return asked;
 }
 
+/* The memory (bytes) and compute (percent) that apply when `asked` is
+ * requested on a GPU granted g (NULL: no grant). 0 means no limit; so does
+ * 100 percent, which comes back as 0. */
+static inline uint64_t vg_grant_memory(const struct vg_grant_gpu *g, uint64_t asked) {
+  return g != NULL ? vg_grant_clamp(asked, g->memory) : asked;
+}
+static inline unsigned vg_grant_cores(const struct vg_grant_gpu *g, unsigned asked) {
+  unsigned pct = asked >= 100 ? 0 : asked;
+  return g != NULL ? (unsigned)vg_grant_clamp(pct, g->cores) : pct;
+}
+
 #endif

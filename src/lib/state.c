@@ -127,20 +127,13 @@ static bool joined(void) {
   return vg_state.slot >= 0;
 }
 
-/* The grant of the GPU with this UUID, or NULL (no grant, or not loaded). */
-static const struct vg_grant_gpu *granted_gpu(const char *uuid) {
-  return vg_state.grant_loaded ? vg_grant_find(vg_state.grant, uuid) : NULL;
-}
-
-static unsigned clamp_percent(unsigned asked, unsigned granted) {
-  return (unsigned)vg_grant_clamp(asked >= 100 ? 0 : asked, granted);
-}
+static const struct vg_grant_gpu *entry_grant(int dev);
 
 /* The environment's limits for ordinal, clamped to the grant of uuid;
  * whatever the grant cut is said once (this runs once per process and GPU). */
 static uint64_t granted_mem(int ordinal, const struct vg_grant_gpu *g) {
   uint64_t want = vg_state.cfg.mem_limit[ordinal];
-  if (g == NULL || vg_grant_clamp(want, g->memory) == want) return want;
+  if (vg_grant_memory(g, want) == want) return want;
   char a[32], b[32];
   vg_warn(
       "a memory limit of %s for CUDA device %d is above this container's grant of %s "
@@ -152,7 +145,7 @@ static uint64_t granted_mem(int ordinal, const struct vg_grant_gpu *g) {
 
 static unsigned granted_sm(int ordinal, const struct vg_grant_gpu *g) {
   unsigned want = vg_state.cfg.sm_limit[ordinal];
-  if (g == NULL || clamp_percent(want, g->cores) == (want >= 100 ? 0 : want)) return want;
+  if (vg_grant_cores(g, want) == vg_grant_cores(NULL, want)) return want;
   char asked[16] = "unlimited"; /* 0 and 100 both mean no limit */
   if (want != 0 && want < 100) snprintf(asked, sizeof(asked), "%u %%", want);
   vg_warn(
@@ -175,7 +168,7 @@ static bool policy_allowed(const struct vg_grant_gpu *g) {
 static void apply_limits_locked(int dev, int ordinal) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
   if (ordinal < 0 || ordinal >= VG_MAX_DEVICES) return;
-  const struct vg_grant_gpu *g = granted_gpu(r->dev[dev].uuid);
+  const struct vg_grant_gpu *g = entry_grant(dev);
   unsigned sm = vg_state.cfg.sm_set[ordinal] ? granted_sm(ordinal, g) : 0;
   if (vg_state.cfg.sm_set[ordinal] && r->dev[dev].sm_limit != sm) {
     r->dev[dev].sm_limit = sm;
@@ -203,14 +196,32 @@ static void apply_limits_locked(int dev, int ordinal) {
   __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
 }
 
-/* Under the node agent the region lists the container's GPUs and no other
- * may be used (VG_REGION_ASSIGNED); elsewhere every GPU the process sees is
- * registered on first use. The assignment is complete before the agent
- * marks the region, so this never waits for pending limits. */
-/* Under a grant, the grant is the container's assignment too. It is read
- * here without waiting: the checks below also serve NVML's enumeration and
- * context creation, which never wait for the agent; until the grant is
- * there the region's assignment (ASSIGNED, set at Allocate) decides. */
+static bool same_file(const struct stat *a, const struct stat *b) {
+  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Lock held. Reads the grant file into the buffer not in force and switches
+ * to it: 0 switched, 1 nothing new (no file yet, or the file in force), -1
+ * with err. Once a grant is in force, a file is read once, a bad one too
+ * (the agent replaces the grant by rename: a new file). Readers holding the
+ * old buffer finish with it. */
+static int switch_grant_locked(struct vg_err *err) {
+  char path[sizeof(vg_state.grant_dir) + 8];
+  snprintf(path, sizeof(path), "%s/%s", vg_state.grant_dir, VG_GRANT_FILE);
+  struct stat st;
+  bool seen = stat(path, &st) == 0;
+  if (seen && vg_state.grant != NULL && same_file(&st, &g_grant_file)) return 1;
+  struct vg_grant *next =
+      vg_state.grant == &vg_state.grant_buf[0] ? &vg_state.grant_buf[1] : &vg_state.grant_buf[0];
+  int rc = vg_grant_load(vg_state.grant_dir, next, err);
+  if (seen) g_grant_file = st;
+  if (rc != 0) return rc;
+  __atomic_store_n(&vg_state.grant, next, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&vg_state.grant_version, 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
 /* Reads the grant once it exists: 0 read (now or before), 1 not written
  * yet, -1 with err. Serialised, and published only whole. */
 static int try_load_grant(struct vg_err *err) {
@@ -219,25 +230,28 @@ static int try_load_grant(struct vg_err *err) {
   int rc = 0;
   if (!vg_state.grant_loaded) {
     g_grant_gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
-    char path[sizeof(vg_state.grant_dir) + 8];
-    snprintf(path, sizeof(path), "%s/%s", vg_state.grant_dir, VG_GRANT_FILE);
-    if (stat(path, &g_grant_file) != 0) memset(&g_grant_file, 0, sizeof(g_grant_file));
-    rc = vg_grant_load(vg_state.grant_dir, &vg_state.grant_buf[0], err);
-    if (rc == 0) {
-      __atomic_store_n(&vg_state.grant, &vg_state.grant_buf[0], __ATOMIC_RELEASE);
-      __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
-    }
+    rc = switch_grant_locked(err);
+    if (rc == 0) __atomic_store_n(&vg_state.grant_loaded, true, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&g_grant_lock);
   return rc;
 }
 
+/* Under a grant, the grant is the container's assignment too. It is read
+ * here without waiting: the checks also serve NVML's enumeration and
+ * context creation, which never wait for the agent; until the grant is
+ * there the region's assignment (ASSIGNED, set at Allocate) decides. */
 static bool outside_grant(const char *uuid) {
   struct vg_err err;
   if (!vg_state.granted || try_load_grant(&err) != 0) return false;
   return vg_grant_find(vg_state.grant, uuid) == NULL;
 }
 
+/* Under the node agent the region lists the container's GPUs and no other
+ * may be used (VG_REGION_ASSIGNED), and a grant lists them too; elsewhere
+ * every GPU the process sees is registered on first use. The assignment is
+ * complete before the agent marks the region, so this never waits for
+ * pending limits. */
 static bool outside_assignment(const char *uuid) {
   const struct vg_region *r = vg_region_of(&vg_state.shm);
   if (outside_grant(uuid)) return true;
@@ -426,46 +440,23 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
 
 bool vg_state_join(void) { return joined(); }
 
-/* The grant of region entry dev, or NULL; looked up once per entry (entries
- * are append-only and the grant does not change under a process). */
-static bool same_file(const struct stat *a, const struct stat *b) {
-  return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Lock held: a new grant file is read into the buffer not in force and
- * switched to; readers holding the old one finish with it. */
-static void reload_grant_locked(void) {
-  char path[sizeof(vg_state.grant_dir) + 8];
-  snprintf(path, sizeof(path), "%s/%s", vg_state.grant_dir, VG_GRANT_FILE);
-  struct stat st;
-  if (stat(path, &st) != 0 || same_file(&st, &g_grant_file)) return;
-  struct vg_grant *next =
-      vg_state.grant == &vg_state.grant_buf[0] ? &vg_state.grant_buf[1] : &vg_state.grant_buf[0];
-  struct vg_err err;
-  if (vg_grant_load(vg_state.grant_dir, next, &err) != 0) {
-    vg_error("%s; the grant in force stays", err.msg);
-    g_grant_file = st; /* said once per file */
-    return;
-  }
-  g_grant_file = st;
-  __atomic_store_n(&vg_state.grant, next, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&vg_state.grant_version, 1, __ATOMIC_RELEASE);
-  vg_info("the node agent changed this container's grant (%s)", path);
-}
-
 void vg_state_refresh_grant(void) {
   if (!__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE)) return;
   uint64_t gen = __atomic_load_n(&vg_region_of(&vg_state.shm)->generation, __ATOMIC_ACQUIRE);
   if (gen == __atomic_load_n(&g_grant_gen, __ATOMIC_ACQUIRE)) return;
   pthread_mutex_lock(&g_grant_lock);
   if (gen != g_grant_gen) {
-    reload_grant_locked();
+    struct vg_err err;
+    int rc = switch_grant_locked(&err);
+    if (rc < 0) vg_error("%s; the grant in force stays", err.msg);
+    if (rc == 0) vg_info("the node agent changed this container's grant (%s)", vg_state.grant_dir);
     __atomic_store_n(&g_grant_gen, gen, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&g_grant_lock);
 }
 
+/* The grant of region entry dev, or NULL; looked up once per entry and
+ * grant version (entries are append-only; a new grant bumps the version). */
 static const struct vg_grant_gpu *entry_grant(int dev) {
   if (dev < 0 || dev >= VG_MAX_DEVICES ||
       !__atomic_load_n(&vg_state.grant_loaded, __ATOMIC_ACQUIRE))
@@ -484,16 +475,13 @@ static const struct vg_grant_gpu *entry_grant(int dev) {
 }
 
 uint64_t vg_state_mem_limit(int dev) {
-  const struct vg_grant_gpu *g = entry_grant(dev);
-  uint64_t region = vg_region_mem_limit(vg_region_of(&vg_state.shm), dev);
-  return g != NULL ? vg_grant_clamp(region, g->memory) : region;
+  return vg_grant_memory(entry_grant(dev), vg_region_mem_limit(vg_region_of(&vg_state.shm), dev));
 }
 
 unsigned vg_state_sm_limit(int dev) {
-  const struct vg_grant_gpu *g = entry_grant(dev);
-  unsigned region =
-      __atomic_load_n(&vg_region_of(&vg_state.shm)->dev[dev].sm_limit, __ATOMIC_RELAXED);
-  return g != NULL ? clamp_percent(region, g->cores) : (region >= 100 ? 0 : region);
+  return vg_grant_cores(
+      entry_grant(dev),
+      __atomic_load_n(&vg_region_of(&vg_state.shm)->dev[dev].sm_limit, __ATOMIC_RELAXED));
 }
 
 unsigned vg_state_sm_policy(int dev) {
