@@ -39,6 +39,16 @@ static inline int run_probe(const struct vg_env *env, struct vg_run *run, const 
   return vg_run(env, argv, run);
 }
 
+/* Kernels per second of `probe launch KIND SECONDS` in env (run keeps its
+ * output for the caller's messages). */
+static inline double probe_launch_rate(const struct vg_env *env, struct vg_run *run,
+                                       const char *kind, const char *seconds) {
+  run_probe(env, run, "launch", kind, seconds, NULL, NULL);
+  unsigned long long per_s = 0;
+  if (!vg_json_u64(run->out, "per_s", &per_s)) fail_msg("no rate: %s %s", run->out, run->err);
+  return (double)per_s;
+}
+
 /* Starts build/tests/probe with up to 6 arguments (NULL-terminated) in the
  * background; its output is read with vg_spawn_output. */
 static inline pid_t spawn_probe(const struct vg_env *env, const char *a, const char *b,

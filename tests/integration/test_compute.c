@@ -9,12 +9,8 @@
 
 static struct vg_run run;
 
-/* Kernels per second of probe `launch KIND SECONDS` in env. */
 static double rate(struct vg_env *env, const char *kind, const char *seconds) {
-  run_probe(env, &run, "launch", kind, seconds, NULL, NULL);
-  unsigned long long per_s = 0;
-  if (!vg_json_u64(run.out, "per_s", &per_s)) fail_msg("no rate: %s %s", run.out, run.err);
-  return (double)per_s;
+  return probe_launch_rate(env, &run, kind, seconds);
 }
 
 static double g_unlimited;

@@ -24,10 +24,7 @@ static void env_two_gpus(struct vg_env *env) {
 /* Share of CUDA device dev that `probe launch kernel 0.5` got in env. */
 static double share(struct vg_env *env, int dev) {
   vg_env_set(env, "PROBE_DEVICE", dev == 0 ? "0" : "1");
-  run_probe(env, &run, "launch", "kernel", "0.5", NULL, NULL);
-  unsigned long long per_s = 0;
-  if (!vg_json_u64(run.out, "per_s", &per_s)) fail_msg("no rate: %s %s", run.out, run.err);
-  return (double)per_s / WAVES_PER_S;
+  return probe_launch_rate(env, &run, "kernel", "0.5") / WAVES_PER_S;
 }
 
 /* limited must be throttled to about 20 %; free must not be (at least twice

@@ -394,12 +394,8 @@ static void test_gpu_outside_grant_and_assignment(void **s) {
   vg_env_cleanup(&env);
 }
 
-/* Kernels per second of `probe launch kernel SECONDS` in env. */
 static double rate(struct vg_env *env, const char *seconds) {
-  run_probe(env, &run, "launch", "kernel", seconds, NULL, NULL);
-  unsigned long long per_s = 0;
-  if (!vg_json_u64(run.out, "per_s", &per_s)) fail_msg("no rate: %s %s", run.out, run.err);
-  return (double)per_s;
+  return probe_launch_rate(env, &run, "kernel", seconds);
 }
 
 static double g_unlimited;
