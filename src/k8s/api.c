@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "json_get.h"
 #include "log.h"
 
 #define MERGE_PATCH "application/merge-patch+json"
@@ -73,6 +75,72 @@ int vg_k8s_patch_pod_annotations(struct vg_k8s_client *c, const char *ns, const 
   return patch_annotations(c, p, annotations, resource_version, out, err);
 }
 
+int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                              json_object *labels, json_object *annotations,
+                              const char *resource_version, json_object **out, struct vg_err *err) {
+  char p[1300];
+  pod_path(p, sizeof(p), ns, name, "");
+  json_object *patch = json_object_new_object(), *meta = json_object_new_object();
+  if (labels != NULL) json_object_object_add(meta, "labels", json_object_get(labels));
+  if (annotations != NULL)
+    json_object_object_add(meta, "annotations", json_object_get(annotations));
+  if (resource_version != NULL)
+    json_object_object_add(meta, "resourceVersion", json_object_new_string(resource_version));
+  json_object_object_add(patch, "metadata", meta);
+  int rc = vg_k8s_call(c, "PATCH", p, MERGE_PATCH,
+                       json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN), out, err);
+  json_object_put(patch);
+  return rc;
+}
+
+/* An RFC 3339 time in UTC, second precision (what Event timestamps take). */
+static void rfc3339_now(char *buf, size_t len) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int vg_k8s_pod_event(struct vg_k8s_client *c, json_object *pod, const char *type,
+                     const char *reason, const char *message, const char *component,
+                     struct vg_err *err) {
+  json_object *pmeta = vg_json_get(pod, "metadata");
+  const char *ns = vg_json_get_str(pmeta, "namespace"), *name = vg_json_get_str(pmeta, "name");
+  const char *uid = vg_json_get_str(pmeta, "uid");
+  if (ns == NULL || name == NULL) return vg_err_set(err, "event %s: the pod has no name", reason);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char ev_name[400], now[40], e[512], p[700];
+  /* Unique per pod and nanosecond, as client-go's recorder names them. */
+  snprintf(ev_name, sizeof(ev_name), "%.253s.%llx%09ld", name, (unsigned long long)ts.tv_sec,
+           ts.tv_nsec);
+  rfc3339_now(now, sizeof(now));
+  json_object *ev = json_object_new_object(), *meta = json_object_new_object();
+  json_object *obj = json_object_new_object(), *src = json_object_new_object();
+  json_object_object_add(meta, "name", json_object_new_string(ev_name));
+  json_object_object_add(meta, "namespace", json_object_new_string(ns));
+  json_object_object_add(ev, "metadata", meta);
+  json_object_object_add(obj, "kind", json_object_new_string("Pod"));
+  json_object_object_add(obj, "apiVersion", json_object_new_string("v1"));
+  json_object_object_add(obj, "namespace", json_object_new_string(ns));
+  json_object_object_add(obj, "name", json_object_new_string(name));
+  if (uid != NULL) json_object_object_add(obj, "uid", json_object_new_string(uid));
+  json_object_object_add(ev, "involvedObject", obj);
+  json_object_object_add(ev, "type", json_object_new_string(type));
+  json_object_object_add(ev, "reason", json_object_new_string(reason));
+  json_object_object_add(ev, "message", json_object_new_string(message));
+  json_object_object_add(src, "component", json_object_new_string(component));
+  json_object_object_add(ev, "source", src);
+  json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
+  json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
+  json_object_object_add(ev, "count", json_object_new_int(1));
+  snprintf(p, sizeof(p), "/api/v1/namespaces/%s/events", vg_k8s_escape(ns, e, sizeof(e)));
+  int rc = vg_k8s_call(c, "POST", p, "application/json",
+                       json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN), NULL, err);
+  json_object_put(ev);
+  return rc;
+}
+
 static const char *object_rv(json_object *obj) {
   json_object *meta, *rv;
   if (json_object_object_get_ex(obj, "metadata", &meta) &&
@@ -124,13 +192,20 @@ int vg_k8s_update_pod_annotations(struct vg_k8s_client *c, const char *ns, const
   return update_annotations(c, p, fn, arg, max_attempts, err);
 }
 
-int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object **out, char *rv,
-                     size_t rv_len, struct vg_err *err) {
-  char p[1024] = "/api/v1/pods";
+int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,
+                              const char *label_selector, json_object **out, char *rv,
+                              size_t rv_len, struct vg_err *err) {
+  char p[2048] = "/api/v1/pods";
   if (node_name != NULL) {
     char sel[600], e[800];
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", node_name);
     snprintf(p, sizeof(p), "/api/v1/pods?fieldSelector=%s", vg_k8s_escape(sel, e, sizeof(e)));
+  }
+  if (label_selector != NULL) {
+    char e[800];
+    size_t n = strlen(p);
+    snprintf(p + n, sizeof(p) - n, "%slabelSelector=%s", node_name != NULL ? "&" : "?",
+             vg_k8s_escape(label_selector, e, sizeof(e)));
   }
   json_object *list = NULL;
   int rc = vg_k8s_call(c, "GET", p, NULL, NULL, &list, err);
@@ -149,6 +224,11 @@ int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object
   else
     json_object_put(list);
   return 0;
+}
+
+int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object **out, char *rv,
+                     size_t rv_len, struct vg_err *err) {
+  return vg_k8s_list_pods_selected(c, node_name, NULL, out, rv, rv_len, err);
 }
 
 int vg_k8s_bind_pod(struct vg_k8s_client *c, const char *ns, const char *name, const char *uid,

@@ -127,6 +127,26 @@ int vg_k8s_update_pod_annotations(struct vg_k8s_client *c, const char *ns, const
 int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object **out, char *rv,
                      size_t rv_len, struct vg_err *err);
 
+/* The same, narrowed by a label selector ("vgpu.io/resize", "a=b,c") when
+ * label_selector is not NULL. */
+int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,
+                              const char *label_selector, json_object **out, char *rv,
+                              size_t rv_len, struct vg_err *err);
+
+/* Merge-patch a pod's metadata.labels and/or metadata.annotations (either may
+ * be NULL; a null value deletes a key) in one request, with an optional
+ * resourceVersion precondition (stale: VG_K8S_ECONFLICT). */
+int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                              json_object *labels, json_object *annotations,
+                              const char *resource_version, json_object **out, struct vg_err *err);
+
+/* Records a core/v1 Event on pod (the object as read: namespace, name, uid)
+ * so that `kubectl describe pod` shows it. type: "Normal" or "Warning";
+ * reason: CamelCase; component: who reports it (source.component). */
+int vg_k8s_pod_event(struct vg_k8s_client *c, json_object *pod, const char *type,
+                     const char *reason, const char *message, const char *component,
+                     struct vg_err *err);
+
 /* POST pods/<name>/binding to node; uid (may be NULL) guards against a
  * re-created pod; annotations (may be NULL) are merged into the pod in the
  * same update. A pod already bound gives VG_K8S_ECONFLICT. */
