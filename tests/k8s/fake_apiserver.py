@@ -22,6 +22,8 @@ Test-only endpoints (same token):
   POST /_test/fail?n=N         -> the next N API requests get 500
   POST /_test/close_watches    -> every open watch stream ends now
   POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
+  GET /_test/events            -> {"items": [the core/v1 Events POSTed]}
+Pod lists also take labelSelector (key, !key, key=value, key!=value).
 
 Usage: fake_apiserver.py [--token T] [--bookmark-interval S]
 Prints "PORT <n>" on stdout once listening on 127.0.0.1.
@@ -52,6 +54,7 @@ class Store:
         self.conflict_next = 0
         self.close_gen = 0
         self.uid = 0
+        self.core_events = []  # core/v1 Event objects POSTed (GET /_test/events)
 
     def bump(self, obj):
         self.rv += 1
@@ -216,6 +219,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.object_op(method, "Node", ("", p[1]))
         if len(p) == 4 and p[0] == "namespaces" and p[2] == "pods":
             return self.object_op(method, "Pod", (p[1], p[3]))
+        if len(p) == 3 and p[0] == "namespaces" and p[2] == "events" and method == "POST":
+            return self.create_event(p[1])
         if len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "binding":
             if method == "POST":
                 return self.binding(p[1], p[3])
@@ -308,7 +313,52 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                     "code": 201, "metadata": {}})
 
+    def create_event(self, ns):
+        """POST /api/v1/namespaces/<ns>/events: kept for /_test/events, with
+        the checks kube-apiserver makes that a writer can get wrong."""
+        st = self.server.store
+        ev = self.body()
+        if ev is ValueError or not isinstance(ev, dict):
+            return self.fail(400, "BadRequest", "body is not an Event")
+        meta = ev.get("metadata") or {}
+        inv = ev.get("involvedObject") or {}
+        if meta.get("namespace", ns) != ns or inv.get("namespace") != ns:
+            return self.fail(422, "Invalid", "Event is invalid: involvedObject.namespace: does "
+                             "not match event.namespace")
+        if not meta.get("name") or not ev.get("reason") or ev.get("type") not in ("Normal",
+                                                                                   "Warning"):
+            return self.fail(422, "Invalid", "Event is invalid: name, reason or type")
+        with st.lock:
+            if any(e["metadata"]["name"] == meta["name"] for e in st.core_events):
+                return self.fail(409, "AlreadyExists",
+                                 'events "%s" already exists' % meta["name"])
+            meta["namespace"] = ns
+            ev["metadata"] = meta
+            st.bump(ev)
+            st.core_events.append(copy.deepcopy(ev))
+        return self.send_json(201, ev)
+
     # -- list and watch
+    @staticmethod
+    def labelled(obj, sel):
+        """labelSelector: comma-separated "key", "!key", "key=value", "key!=value"."""
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        for term in filter(None, sel.split(",")):
+            if "!=" in term:
+                k, v = term.split("!=", 1)
+                if labels.get(k) == v:
+                    return False
+            elif "=" in term:
+                k, v = term.split("=", 1)
+                if labels.get(k.rstrip("=")) != v:
+                    return False
+            elif term.startswith("!"):
+                if term[1:] in labels:
+                    return False
+            elif term not in labels:
+                return False
+        return True
+
     @staticmethod
     def selected(kind, obj, sel):
         if not sel:
@@ -332,7 +382,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.watch(kind, q, sel)
         with st.lock:
             items = [copy.deepcopy(o) for o in self.table(kind).values()
-                     if self.selected(kind, o, sel)]
+                     if self.selected(kind, o, sel) and
+                     self.labelled(o, q.get("labelSelector", ""))]
             rv = str(st.rv)
         self.send_json(200, {"kind": kind + "List", "apiVersion": "v1",
                              "metadata": {"resourceVersion": rv}, "items": items})
@@ -458,6 +509,10 @@ class Handler(BaseHTTPRequestHandler):
                 st.bump(obj)
                 st.record("DELETED", "Pod", obj)
             return self.send_json(200, obj)
+        if method == "GET" and p == ["events"]:
+            with st.lock:
+                items = copy.deepcopy(st.core_events)
+            return self.send_json(200, {"items": items})
         if method == "POST" and p == ["compact"]:
             with st.lock:
                 st.rv += 1  # open watches are now behind the compaction point
