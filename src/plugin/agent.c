@@ -104,6 +104,7 @@ static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
     return;
   }
   vg_binder_set_gpus(a->binder, a->gpus, a->ngpus);
+  vg_binder_set_node(a->binder, a->node);
   if (vg_binder_start(a->binder, &err) != 0) {
     vg_info("binder: %s", err.msg);
     return;
@@ -234,9 +235,9 @@ struct vg_agent *vg_agent_start(struct vg_plugin *plugin, const struct vg_plugin
   a->ngpus = ngpus > VG_MAX_GPUS ? VG_MAX_GPUS : ngpus;
   memcpy(a->gpus, gpus, a->ngpus * sizeof(a->gpus[0]));
   start_k8s(a, opts);
-  start_binder(a, opts);
   const char *node = opts->node_name != NULL ? opts->node_name : getenv("NODE_NAME");
   snprintf(a->node, sizeof(a->node), "%s", node != NULL ? node : "");
+  start_binder(a, opts);
   start_inventory(a);
   start_steer(a, opts);
   start_gate(a, opts);

@@ -25,6 +25,7 @@
 #include "pod_quantity.h"
 #include "podresources.h"
 #include "region.h"
+#include "resizer.h"
 
 #define BINDER_INTERVAL_MS 2000 /* the safety net */
 #define BINDER_FAST_MS 25       /* first retry after a wake; doubles up to the interval */
@@ -41,6 +42,7 @@ struct vg_binder {
   struct vg_k8s_client *k8s;
   char socket[1024];
   char state_dir[VG_CONFIG_PATH_MAX];
+  char node[256]; /* for resizes; "" = none handled */
 
   pthread_mutex_t lock; /* everything below */
   pthread_cond_t cond;
@@ -149,6 +151,7 @@ static uint64_t gpu_memory(struct vg_binder *b, const char *uuid, const struct v
 
 struct pass {
   struct vg_binder *b;
+  struct vg_resizer *resizer; /* open resize requests on this node, or NULL */
 };
 
 /* Leaves the region pending and says why, once per container and reason. */
@@ -405,17 +408,19 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
 }
 
 static int on_devices(const struct vg_pod_devices *d, void *arg) {
-  struct vg_binder *b = ((struct pass *)arg)->b;
-  enum vg_dialect dialect;
+  struct pass *p = arg;
+  struct vg_binder *b = p->b;
+  enum vg_dialect dialect = VG_DIALECT_COUNT; /* none of the pod-bound ones */
   if (b->cfg.vgpu.enabled && strcmp(d->resource, b->cfg.vgpu.resource_count) == 0)
     dialect = VG_DIALECT_VGPU;
   else if (b->cfg.cce.enabled && strcmp(d->resource, b->cfg.cce.resource_mem) == 0)
     dialect = VG_DIALECT_CCE;
-  else
+  else if (p->resizer == NULL)
     return 0; /* not ours, or limits that the IDs alone give at Allocate */
-  char hash[17], path[VG_CONFIG_PATH_MAX + 64];
+  char hash[17], slot[VG_CONFIG_PATH_MAX + 32], path[VG_CONFIG_PATH_MAX + 64];
   if (vg_slot_name((const char *const *)d->ids, d->n_ids, hash) != 0) return 0; /* no IDs */
-  snprintf(path, sizeof(path), "%s/slots/%s/region.cache", b->state_dir, hash);
+  snprintf(slot, sizeof(slot), "%s/slots/%s", b->state_dir, hash);
+  snprintf(path, sizeof(path), "%s/region.cache", slot);
   struct stat st;
   if (stat(path, &st) != 0) return 0; /* not allocated by this plugin (yet) */
   struct vg_shm shm;
@@ -423,14 +428,15 @@ static int on_devices(const struct vg_pod_devices *d, void *arg) {
   if (vg_region_open(&shm, path, &err) != 0) {
     char key[1200];
     snprintf(key, sizeof(key), "%s", path);
-    leave_pending(b, key, "open", "%s", err.msg);
+    if (dialect != VG_DIALECT_COUNT) leave_pending(b, key, "open", "%s", err.msg);
     return 0;
   }
-  if (vg_region_pending(vg_region_of(&shm))) {
+  if (dialect != VG_DIALECT_COUNT && vg_region_pending(vg_region_of(&shm))) {
     char key[1200];
     snprintf(key, sizeof(key), "%s/%s/%s/%s", d->ns, d->pod, d->container, d->resource);
     bind_container(b, d, dialect, &shm, key);
   }
+  vg_resizer_container(p->resizer, d, &shm, slot);
   vg_shm_close(&shm);
   return 0;
 }
@@ -439,9 +445,13 @@ int vg_binder_run_once(struct vg_binder *b, struct vg_err *err) {
   b->pass_unbindable = 0;
   b->pass_bound = 0;
   b->pass_error = false;
-  struct pass p = {b};
+  struct pass p = {b, NULL};
   struct vg_err e = {""};
+  p.resizer = vg_resizer_begin(b->k8s, b->node, &e);
+  if (e.msg[0] != '\0') set_error(b, e.msg); /* resizes wait; binding goes on */
+  e = (struct vg_err){""};
   int rc = vg_podresources_list(b->socket, BINDER_LIST_TIMEOUT_MS, on_devices, &p, &e);
+  vg_resizer_end(p.resizer, rc == 0);
   pthread_mutex_lock(&b->lock);
   b->stats.passes++;
   b->stats.unbindable = b->pass_unbindable;
@@ -521,6 +531,12 @@ struct vg_binder *vg_binder_new(const struct vg_plugin_config *cfg, struct vg_k8
   pthread_cond_init(&b->cond, &ca);
   pthread_condattr_destroy(&ca);
   return b;
+}
+
+void vg_binder_set_node(struct vg_binder *b, const char *node) {
+  pthread_mutex_lock(&b->lock);
+  snprintf(b->node, sizeof(b->node), "%s", node ? node : "");
+  pthread_mutex_unlock(&b->lock);
 }
 
 void vg_binder_set_gpus(struct vg_binder *b, const struct vg_gpu *gpus, unsigned n) {

@@ -37,6 +37,9 @@ struct vg_binder *vg_binder_new(const struct vg_plugin_config *cfg, struct vg_k8
 /* The node's GPUs (their memory is what gpumem-percentage is a share of);
  * copied. Without it, the memory recorded in the region entry is used. */
 void vg_binder_set_gpus(struct vg_binder *b, const struct vg_gpu *gpus, unsigned n);
+/* The node's name: with it, each pass also serves the live resizes of the
+ * containers on this node (resizer.h). Set before vg_binder_start. */
+void vg_binder_set_node(struct vg_binder *b, const char *node);
 /* Starts the thread. 0, or -1 with err. */
 int vg_binder_start(struct vg_binder *b, struct vg_err *err);
 /* Asks for a pass now (and quick retries after it). Any thread, cheap. */

@@ -479,6 +479,7 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
 void vg_ext_free(struct vg_ext *x) {
   if (!x) return;
   vg_ext_watch_stop(x);
+  vg_ext_resize_stop(x);
   for (struct node_entry *e = x->nodes, *next; e; e = next) {
     next = e->next;
     pthread_mutex_destroy(&e->bind_lock);

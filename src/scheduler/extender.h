@@ -34,6 +34,16 @@ void vg_ext_free(struct vg_ext *x);
 int vg_ext_watch_start(struct vg_ext *x, struct vg_err *err);
 void vg_ext_watch_stop(struct vg_ext *x);
 
+/* Serves live resizes (extender_resize.c, docs/resize.md): every poll_ms
+ * (<= 0: never) the open requests the node agents acknowledged are checked
+ * against the pod's GPUs and answered. Needs list on pods, patch on pods and
+ * create on events. vg_ext_free stops it. */
+int vg_ext_resize_start(struct vg_ext *x, long poll_ms, struct vg_err *err);
+void vg_ext_resize_stop(struct vg_ext *x);
+/* One pass in the calling thread: how many requests were answered, or -1
+ * with err when the open requests could not be listed. */
+int vg_ext_resize_pass(struct vg_ext *x, struct vg_err *err);
+
 /* One request: method "GET"/"POST", path "/filter" etc. Returns the HTTP
  * status and sets *out to a malloc'd response body (JSON, or text for
  * /metrics) and *content_type to a static string. */

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "extender_int.h"
+#include "size.h"
 
 /* The GPU's resource c asks for, in a dialect that can serve it. */
 static const struct res_view *res_for(const struct ctr_req *c, const struct gpu_view *g) {
@@ -354,4 +355,78 @@ void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_n
   ext_view_copy(&work, v);
   if (!place_all(&rest, &work, picks, why, sizeof(why))) ext_view_copy(&work, v);
   core_of(&work, &r->c[main], n, p);
+}
+
+/* ---- resize (extender_resize.c) ---- */
+
+static const struct gpu_view *gpu_named(const struct node_view *v, const char *uuid) {
+  for (int j = 0; j < v->n; j++)
+    if (strcmp(v->g[j].uuid, uuid) == 0) return &v->g[j];
+  return NULL;
+}
+
+static const struct res_view *res_named(const struct gpu_view *g, const char *name) {
+  for (int k = 0; k < g->nres; k++)
+    if (strcmp(g->res[k].name, name) == 0) return &g->res[k];
+  return NULL;
+}
+
+/* One GPU of a resize: the slice `was` becomes (mem, cores) while the other
+ * slices on g stay; v includes `was` itself. The placement rules of
+ * gpu_fits, seen from a slice that is already there. */
+static bool resize_gpu_fits(const struct node_view *v, const struct gpu_view *g,
+                            const struct res_view *r, const struct vg_assign_gpu *was, int64_t mem,
+                            int cores, char *why, size_t len) {
+  char a[32], b[32], c[32];
+  int64_t others_mem = g->mem_used - was->memory;
+  int others_cores = g->cores_used - was->cores, others = g->slices - 1;
+  bool grows = mem > was->memory || cores > was->cores;
+  if (grows && !g->healthy) {
+    snprintf(why, len, "GPU %s is unhealthy: nothing more is placed on it", g->uuid);
+  } else if (mem > r->memory - others_mem) {
+    snprintf(why, len,
+             "GPU %s: %d other slice(s) hold %s of the %s its slices may use; %s does not fit",
+             g->uuid, others, vg_format_size((uint64_t)others_mem, a, sizeof(a)),
+             vg_format_size((uint64_t)r->memory, b, sizeof(b)),
+             vg_format_size((uint64_t)mem, c, sizeof(c)));
+  } else if (v->reserve > 0 && others > 0 &&
+             (int64_t)(others + 1) > (r->memory - others_mem - mem) / v->reserve) {
+    snprintf(why, len,
+             "GPU %s: %s would leave less than %s free per slice for CUDA contexts "
+             "(contextReserve, docs/memory.md)",
+             g->uuid, vg_format_size((uint64_t)mem, a, sizeof(a)),
+             vg_format_size((uint64_t)v->reserve, b, sizeof(b)));
+  } else if (others_cores + cores > r->cores) {
+    snprintf(why, len, "GPU %s: other slices hold %d %% of its compute; %d %% more does not fit",
+             g->uuid, others_cores, cores);
+  } else if (cores >= 100 && others > 0) {
+    snprintf(why, len, "GPU %s: 100 %% compute needs the GPU to itself; %d other slice(s) share it",
+             g->uuid, others);
+  } else {
+    return true;
+  }
+  return false;
+}
+
+bool ext_resize_fits(const struct node_view *v, const struct vg_assign_ctr *c,
+                     const struct vg_resize_request *q, char *why, size_t len) {
+  for (int k = 0; k < c->ngpus; k++) {
+    const struct vg_assign_gpu *was = &c->gpu[k];
+    const struct gpu_view *g = gpu_named(v, was->uuid);
+    const struct res_view *r = g ? res_named(g, c->resource) : NULL;
+    if (g == NULL) {
+      snprintf(why, len, "GPU %s is no longer in the node's inventory", was->uuid);
+      return false;
+    }
+    if (r == NULL || r->dialect != EXT_VGPU) {
+      snprintf(why, len,
+               "container %s holds %s, whose slices are counted in device IDs the kubelet "
+               "allocated; only vgpu-dialect slices (memory and cores per GPU) can be resized",
+               c->name, c->resource);
+      return false;
+    }
+    if (!resize_gpu_fits(v, g, r, was, vg_resize_memory(q, was), vg_resize_cores(q, was), why, len))
+      return false;
+  }
+  return true;
 }

@@ -30,6 +30,7 @@
 #include "assignment.h"
 #include "extender.h"
 #include "extender_metrics.h"
+#include "resize.h"
 #include "vg_sched.h"
 
 #define EXT_MAX_CTRS 16
@@ -132,8 +133,9 @@ struct vg_ext {
   const struct vg_policy *policy;
   struct vg_workload workload;
   long ttl_ms;
-  struct ext_watch *watch; /* NULL unless vg_ext_watch_start */
-  pthread_mutex_t lock;    /* nodes list, buckets and cached views */
+  struct ext_watch *watch;     /* NULL unless vg_ext_watch_start */
+  struct ext_resizer *resizer; /* NULL unless vg_ext_resize_start */
+  pthread_mutex_t lock;        /* nodes list, buckets and cached views */
   struct node_entry *nodes;
   struct node_entry *buckets[EXT_BUCKETS];
   struct ext_metrics m; /* under lock */
@@ -189,6 +191,12 @@ json_object *ext_assignment(const char *node, const struct pod_req *r, const str
  * others are placed. */
 void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
                  struct vg_pod *p);
+
+/* Can container c of a pod bound to v take the amounts q asks for, on the
+ * same GPUs? v holds c's current slices; false with why (the GPU and what is
+ * short) when not. */
+bool ext_resize_fits(const struct node_view *v, const struct vg_assign_ctr *c,
+                     const struct vg_resize_request *q, char *why, size_t len);
 
 /* ---- answers (extender_out.c) ---- */
 

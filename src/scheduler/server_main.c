@@ -2,7 +2,7 @@
  * server_main.c -- vgpu-scheduler: the kube-scheduler extender.
  *
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
- *                  [--cache-ttl-ms N] [--no-watch]
+ *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
  * until SIGINT/SIGTERM. See docs/scheduler.md.
@@ -23,7 +23,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
-          "                      [--cache-ttl-ms N] [--no-watch]\n"
+          "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -37,17 +37,23 @@ static void usage(FILE *f) {
           "                      and prioritize (default 1000; 0 = never; bind always reads\n"
           "                      fresh); while the Pod and Node watches run, until they change\n"
           "  --no-watch          do not watch Pods and Nodes (views then live --cache-ttl-ms)\n"
+          "  --resize-poll-ms N  how often to look for live resize requests (kubectl vgpu\n"
+          "                      resize, docs/resize.md; default 1000; 0 = do not serve them)\n"
           "  --version           print the version and exit\n");
 }
 
 int main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"listen", required_argument, NULL, 'l'}, {"kubeconfig", required_argument, NULL, 'k'},
-      {"policy", required_argument, NULL, 'p'}, {"cache-ttl-ms", required_argument, NULL, 't'},
-      {"no-watch", no_argument, NULL, 'W'},     {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
+                                       {"kubeconfig", required_argument, NULL, 'k'},
+                                       {"policy", required_argument, NULL, 'p'},
+                                       {"cache-ttl-ms", required_argument, NULL, 't'},
+                                       {"no-watch", no_argument, NULL, 'W'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
+                                       {"resize-poll-ms", required_argument, NULL, 'r'},
+                                       {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
-  long ttl = 1000;
+  long ttl = 1000, resize_ms = 1000;
   bool watch = true;
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
@@ -70,6 +76,18 @@ int main(int argc, char **argv) {
           fprintf(stderr,
                   "vgpu-scheduler: --cache-ttl-ms \"%s\": not milliseconds from 0 to "
                   "86400000\n",
+                  optarg);
+          return 2;
+        }
+        break;
+      }
+      case 'r': {
+        char *end;
+        errno = 0;
+        resize_ms = strtol(optarg, &end, 10);
+        if (*optarg == '\0' || *end != '\0' || errno != 0 || resize_ms < 0 || resize_ms > 3600000) {
+          fprintf(stderr,
+                  "vgpu-scheduler: --resize-poll-ms \"%s\": not milliseconds from 0 to 3600000\n",
                   optarg);
           return 2;
         }
@@ -137,6 +155,8 @@ int main(int argc, char **argv) {
   }
   if (watch && vg_ext_watch_start(x, &err) != 0)
     vg_warn("vgpu-scheduler: %s; node views live --cache-ttl-ms", err.msg);
+  if (vg_ext_resize_start(x, resize_ms, &err) != 0)
+    vg_warn("vgpu-scheduler: %s; live resizes are not served", err.msg);
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
   vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),

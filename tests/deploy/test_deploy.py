@@ -98,13 +98,15 @@ def rules_of(role):
 
 def check_rbac(objs):
     dp = rules_of(objs[("ClusterRole", "vgpu-device-plugin")])
-    check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch"}},
-          "device plugin ClusterRole is exactly get/patch nodes, get/list/watch pods: %s" % dp)
+    check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch", "patch"},
+                 "events": {"create"}},
+          "device plugin ClusterRole is exactly get/patch nodes, get/list/watch/patch pods, "
+          "create events: %s" % dp)
     ext = rules_of(objs[("ClusterRole", "vgpu-scheduler-extender")])
-    check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch"},
-                  "pods/binding": {"create"}},
-          "extender ClusterRole is exactly get/list/watch nodes and pods, create "
-          "pods/binding: %s" % ext)
+    check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch", "patch"},
+                  "pods/binding": {"create"}, "events": {"create"}},
+          "extender ClusterRole is exactly get/list/watch nodes, get/list/watch/patch pods, "
+          "create pods/binding and events: %s" % ext)
     le = rules_of(objs[("Role", "vgpu-scheduler-leader-election")])
     check(le == {"leases": {"create"}, "leases@vgpu-scheduler": {"get", "update"}},
           "leader election Role: %s" % le)
