@@ -25,6 +25,8 @@
 #include "grant.h"
 #include "k8s.h"
 #include "region.h"
+#include "resize.h"
+#include "json_get.h"
 
 #define TOKEN "test-token"
 #define MIB (1ull << 20)
@@ -564,6 +566,211 @@ static void test_concurrent_50_pods(void **state) {
   vg_binder_stop(b);
 }
 
+/* ---- live resize, the node's half (resizer.c) ---- */
+
+static void patch_meta(const char *pod, const char *label, const char *const *kv) {
+  json_object *ann = json_object_new_object(), *labels = json_object_new_object();
+  for (; kv && kv[0]; kv += 2)
+    json_object_object_add(ann, kv[0], kv[1] ? json_object_new_string(kv[1]) : NULL);
+  json_object_object_add(labels, VG_RESIZE_LABEL, label ? json_object_new_string(label) : NULL);
+  struct vg_err err = {""};
+  if (vg_k8s_patch_pod_metadata(k8s, "default", pod, labels, ann, NULL, NULL, &err) != 0)
+    fail_msg("patch %s: %s", pod, err.msg);
+  json_object_put(ann);
+  json_object_put(labels);
+}
+
+static char *assigned_text(const char *uuid, long long mem, int cores) {
+  char *s = NULL;
+  if (asprintf(&s,
+               "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
+               "\"nvidia.com/vgpu\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%lld,"
+               "\"cores\":%d}]}]}",
+               uuid, mem, cores) < 0)
+    fail_msg("out of memory");
+  return s;
+}
+
+/* A user's request (the label opens it). */
+static void request(const char *pod, const char *container, const char *id, long long mem,
+                    int cores) {
+  struct vg_resize_request q = {.memory = mem, .cores = cores};
+  snprintf(q.id, sizeof(q.id), "%s", id);
+  snprintf(q.container, sizeof(q.container), "%s", container);
+  char *text = vg_resize_request_format(&q);
+  const char *kv[] = {VG_RESIZE_REQUEST_ANNOTATION, text, NULL};
+  patch_meta(pod, VG_RESIZE_LABEL_OPEN, kv);
+  free(text);
+}
+
+/* vgpu-scheduler's answer: Accepted with the new assignment, or Refused. */
+static void scheduler_says(const char *pod, const char *id, enum vg_resize_phase phase,
+                           const char *assigned) {
+  struct vg_resize_status st = {.phase = phase};
+  snprintf(st.id, sizeof(st.id), "%s", id);
+  char *text = vg_resize_status_format(&st);
+  const char *kv[] = {VG_RESIZE_STATUS_ANNOTATION, text, assigned ? VG_ASSIGNED_ANNOTATION : NULL,
+                      assigned, NULL};
+  patch_meta(pod, VG_RESIZE_LABEL_OPEN, kv);
+  free(text);
+}
+
+static struct vg_resize_view view_of(const char *pod) {
+  json_object *p = NULL;
+  struct vg_err err = {""};
+  if (vg_k8s_get_pod(k8s, "default", pod, &p, &err) != 0) fail_msg("%s", err.msg);
+  struct vg_resize_view v;
+  vg_resize_view_of(p, &v, NULL);
+  json_object_put(p);
+  return v;
+}
+
+/* Events reason from the node agent whose message contains part. */
+static int events(const char *reason, const char *part) {
+  json_object *list = NULL;
+  struct vg_err err = {""};
+  if (vg_k8s_call(k8s, "GET", "/_test/events", NULL, NULL, &list, &err) != 0)
+    fail_msg("%s", err.msg);
+  json_object *items = vg_json_get(list, "items");
+  int n = 0;
+  for (size_t i = 0; i < json_object_array_length(items); i++) {
+    json_object *ev = json_object_array_get_idx(items, i);
+    const char *msg = vg_json_get_str(ev, "message");
+    n += strcmp(vg_json_get_str(ev, "reason"), reason) == 0 && msg && strstr(msg, part) &&
+         strcmp(vg_json_get_str(vg_json_get(ev, "source"), "component"), "vgpu-device-plugin") == 0;
+  }
+  json_object_put(list);
+  return n;
+}
+
+static void expect_limits(const char *const *ids, uint64_t mem, unsigned sm) {
+  struct seen s;
+  read_region(ids, 1, &s);
+  assert_int_equal(s.mem[0], mem);
+  assert_int_equal(s.sm[0], sm);
+  grant_matches_region(&s);
+}
+
+/* A child process that charges bytes to the region at path and waits. */
+static pid_t hold_memory(const char *path, uint64_t bytes) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct vg_shm shm;
+    struct vg_err err;
+    char ok = 0;
+    if (vg_region_open(&shm, path, &err) == 0) {
+      int slot = vg_region_join(&shm, getpid());
+      ok = slot >= 0 && vg_region_reserve(&shm, slot, 0, bytes);
+    }
+    if (write(fds[1], &ok, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char ok = 0;
+  assert_int_equal(read(fds[0], &ok, 1), 1);
+  close(fds[0]);
+  assert_true(ok);
+  return pid;
+}
+
+static void test_resize_node_side(void **state) {
+  (void)state;
+  const char *ids[] = {"GPU-rrrr::0"};
+  add_pod("rs", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"2000\"}");
+  char *a2000 = assigned_text("GPU-rrrr", 2000 * MIB, 30);
+  const char *kv[] = {VG_ASSIGNED_ANNOTATION, a2000, NULL};
+  patch_meta("rs", NULL, kv);
+  make_pending(ids, 1);
+  assign("rs", "nvidia.com/vgpu", ids, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  vg_binder_set_node(b, "node1");
+  struct vg_err err;
+  assert_int_equal(vg_binder_run_once(b, &err), 1);
+  expect_limits(ids, 2000 * MIB, 30);
+
+  /* The container holds 1500 MiB: a live process of its (a child: the
+   * node agent reaps the charges of processes gone, and tells them by a
+   * lock its own process would not see as held). */
+  char path[600];
+  region_path(ids, 1, path, sizeof(path));
+  pid_t holder = hold_memory(path, 1500 * MIB);
+
+  /* Below what it holds: refused by the node, nothing changed, ended. */
+  request("rs", "c", "s1", 1000 * MIB, -1);
+  vg_binder_run_once(b, &err);
+  struct vg_resize_view v = view_of("rs");
+  assert_true(v.has_status && strcmp(v.status.id, "s1") == 0);
+  assert_int_equal(v.status.phase, VG_RESIZE_REFUSED);
+  assert_non_null(strstr(v.status.reason, "in use"));
+  assert_false(v.open);
+  assert_int_equal(events("ResizeRefused", "s1"), 1);
+  expect_limits(ids, 2000 * MIB, 30);
+
+  /* A decrease that fits is in force before it is acknowledged. */
+  request("rs", "c", "s2", 1800 * MIB, 20);
+  vg_binder_run_once(b, &err);
+  v = view_of("rs");
+  assert_true(v.has_node && strcmp(v.node_id, "s2") == 0 && v.open);
+  expect_limits(ids, 1800 * MIB, 20);
+  vg_binder_run_once(b, &err); /* acknowledged: the scheduler's turn, nothing moves */
+  assert_true(view_of("rs").open);
+
+  /* Accepted: applied from vgpu.io/assigned, Applied, ended, told. */
+  char *a1800 = assigned_text("GPU-rrrr", 1800 * MIB, 20);
+  scheduler_says("rs", "s2", VG_RESIZE_ACCEPTED, a1800);
+  vg_binder_run_once(b, &err);
+  v = view_of("rs");
+  assert_int_equal(v.status.phase, VG_RESIZE_APPLIED);
+  assert_false(v.open);
+  assert_int_equal(events("Resized", "s2"), 1);
+  expect_limits(ids, 1800 * MIB, 20);
+
+  /* A growth waits for the scheduler (no change on the acknowledgement);
+   * Accepted raises region and grant. */
+  request("rs", "c", "g1", 4000 * MIB, -1);
+  vg_binder_run_once(b, &err);
+  expect_limits(ids, 1800 * MIB, 20);
+  char *a4000 = assigned_text("GPU-rrrr", 4000 * MIB, 20);
+  scheduler_says("rs", "g1", VG_RESIZE_ACCEPTED, a4000);
+  vg_binder_run_once(b, &err);
+  assert_int_equal(view_of("rs").status.phase, VG_RESIZE_APPLIED);
+  expect_limits(ids, 4000 * MIB, 20);
+
+  /* A decrease the scheduler refuses is undone from vgpu.io/assigned. */
+  request("rs", "c", "s3", 1600 * MIB, -1);
+  vg_binder_run_once(b, &err);
+  expect_limits(ids, 1600 * MIB, 20);
+  scheduler_says("rs", "s3", VG_RESIZE_REFUSED, NULL);
+  vg_binder_run_once(b, &err);
+  assert_false(view_of("rs").open);
+  expect_limits(ids, 4000 * MIB, 20);
+
+  /* A container with no GPU here, and a malformed request: refused. */
+  request("rs", "side", "x1", 1000 * MIB, -1);
+  vg_binder_run_once(b, &err);
+  v = view_of("rs");
+  assert_int_equal(v.status.phase, VG_RESIZE_REFUSED);
+  assert_non_null(strstr(v.status.reason, "container side holds no GPU"));
+  const char *bad[] = {VG_RESIZE_REQUEST_ANNOTATION,
+                       "{\"id\":\"b1\",\"container\":\"c\",\"cores\":101}", NULL};
+  patch_meta("rs", VG_RESIZE_LABEL_OPEN, bad);
+  vg_binder_run_once(b, &err);
+  v = view_of("rs");
+  assert_false(v.open);
+  assert_non_null(strstr(v.status.reason, "\"cores\" is 101"));
+  expect_limits(ids, 4000 * MIB, 20);
+
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  free(a2000);
+  free(a1800);
+  free(a4000);
+  vg_binder_stop(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slot_hash),
@@ -575,6 +782,7 @@ int main(void) {
       cmocka_unit_test(test_kubelet_down),
       cmocka_unit_test(test_apiserver_down_then_retries),
       cmocka_unit_test(test_concurrent_50_pods),
+      cmocka_unit_test(test_resize_node_side),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
