@@ -7,11 +7,12 @@ secs="${FUZZ_SECONDS:-60}"
 out=build-fuzz
 mkdir -p "$out"
 common="src/common/err.c src/common/log.c src/common/size.c src/common/quantity.c src/common/shmfile.c src/common/region.c src/common/grant.c"
-for t in size quantity config region grant plugin_config assignment extender webhook; do
+for t in size quantity config region grant plugin_config assignment resize extender webhook; do
   extra=""
   [ "$t" = config ] && extra="src/lib/config.c"
   [ "$t" = plugin_config ] && extra="-Isrc/plugin src/plugin/config.c src/plugin/dialect.c -lyaml"
   [ "$t" = assignment ] && extra="-Isrc/k8s src/k8s/assignment.c -ljson-c"
+  [ "$t" = resize ] && extra="-Isrc/k8s src/k8s/resize.c src/k8s/assignment.c src/k8s/json_get.c -ljson-c"
   if [ "$t" = extender ]; then # the extender and what it links: the placement core, k8s, httpd
     extra="-Isrc/k8s -Isrc/scheduler $(ls src/k8s/*.c src/common/httpd.c src/common/once.c \
       src/scheduler/*.c | grep -v -e _main.c -e replay.c) -ljson-c -lcurl -lyaml -lmicrohttpd -lm"

@@ -1,0 +1,111 @@
+/*
+ * test_resize.c -- the resize annotations (src/k8s/resize.c): what parses,
+ * what is refused and with which words, and a pod's view of them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resize.h"
+
+static void refused(const char *text, const char *words) {
+  struct vg_resize_request r;
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_request_parse(text, &r, &err), -1);
+  if (strstr(err.msg, words) == NULL) fail_msg("\"%s\": \"%s\" lacks \"%s\"", text, err.msg, words);
+}
+
+static void test_request(void **s) {
+  (void)s;
+  struct vg_resize_request r;
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_request_parse("{\"id\":\"a1\",\"container\":\"main\",\"memory\":"
+                                           "3145728000,\"cores\":30,\"later\":true}",
+                                           &r, &err),
+                   0);
+  assert_string_equal(r.id, "a1");
+  assert_string_equal(r.container, "main");
+  assert_int_equal(r.memory, 3145728000LL);
+  assert_int_equal(r.cores, 30);
+  assert_int_equal(
+      vg_resize_request_parse("{\"id\":\"a\",\"container\":\"c\",\"cores\":0}", &r, &err), 0);
+  assert_int_equal(r.memory, -1); /* unchanged */
+  assert_int_equal(r.cores, 0);   /* no compute limit */
+  char *text = vg_resize_request_format(&r);
+  assert_string_equal(text, "{\"id\":\"a\",\"container\":\"c\",\"cores\":0}");
+  free(text);
+}
+
+static void test_request_refusals(void **s) {
+  (void)s;
+  refused("", "not JSON");
+  refused("[1]", "not a JSON object");
+  refused("{\"container\":\"c\",\"memory\":1}", "\"id\" is missing");
+  refused("{\"id\":\"a\",\"memory\":1}", "\"container\" is missing");
+  refused("{\"id\":\"a\",\"container\":\"c\"}", "neither memory nor cores");
+  refused("{\"id\":\"a\",\"container\":\"c\",\"memory\":0}", "\"memory\" is 0");
+  refused("{\"id\":\"a\",\"container\":\"c\",\"memory\":\"3g\"}", "not an integer");
+  refused("{\"id\":\"a\",\"container\":\"c\",\"cores\":101}", "\"cores\" is 101");
+  refused("{\"id\":\"a\",\"container\":\"c\",\"cores\":-1}", "\"cores\" is -1");
+  refused("{\"id\":\"a\\n\",\"container\":\"c\",\"cores\":1}", "control character");
+  refused("{\"id\":\"\",\"container\":\"c\",\"cores\":1}", "empty or too long");
+  char big[200];
+  snprintf(big, sizeof(big), "{\"id\":\"a\",\"container\":\"%070d\",\"cores\":1}", 0);
+  refused(big, "\"container\" is empty or too long");
+}
+
+static void test_status_and_ack(void **s) {
+  (void)s;
+  struct vg_resize_status st;
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_status_parse(
+                       "{\"id\":\"a\",\"phase\":\"Refused\",\"reason\":\"no room\"}", &st, &err),
+                   0);
+  assert_int_equal(st.phase, VG_RESIZE_REFUSED);
+  assert_string_equal(st.reason, "no room");
+  assert_int_equal(vg_resize_status_parse("{\"id\":\"a\",\"phase\":\"Done\"}", &st, &err), -1);
+  assert_non_null(strstr(err.msg, "none of Accepted, Applied, Refused"));
+  assert_int_equal(
+      vg_resize_status_parse("{\"id\":\"a\",\"phase\":\"Applied\",\"reason\":1}", &st, &err), -1);
+  char id[VG_RESIZE_ID_MAX];
+  assert_int_equal(vg_resize_node_parse("{\"id\":\"a7\"}", id, &err), 0);
+  assert_string_equal(id, "a7");
+  assert_int_equal(vg_resize_node_parse("{\"id\":7}", id, &err), -1);
+}
+
+static void test_view(void **s) {
+  (void)s;
+  json_object *pod = json_tokener_parse(
+      "{\"metadata\":{\"labels\":{\"vgpu.io/resize\":\"requested\"},\"annotations\":{"
+      "\"vgpu.io/resize-request\":\"{\\\"id\\\":\\\"r2\\\",\\\"container\\\":\\\"c\\\","
+      "\\\"memory\\\":5}\",\"vgpu.io/resize-node\":\"{\\\"id\\\":\\\"r1\\\"}\","
+      "\"vgpu.io/resize-status\":\"garbage\"}}}");
+  struct vg_resize_view v;
+  struct vg_err err = {""};
+  vg_resize_view_of(pod, &v, &err);
+  assert_true(v.open && v.has_request && !v.bad_request && v.has_node && !v.bad_node);
+  assert_string_equal(v.request.id, "r2");
+  assert_string_equal(v.node_id, "r1"); /* an earlier request's */
+  assert_true(v.has_status && v.bad_status);
+  assert_non_null(strstr(err.msg, VG_RESIZE_STATUS_ANNOTATION));
+  json_object_put(pod);
+  char a[VG_RESIZE_ID_MAX], b[VG_RESIZE_ID_MAX];
+  vg_resize_new_id(a);
+  vg_resize_new_id(b);
+  assert_string_not_equal(a, b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_request),
+      cmocka_unit_test(test_request_refusals),
+      cmocka_unit_test(test_status_and_ack),
+      cmocka_unit_test(test_view),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
