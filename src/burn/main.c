@@ -60,10 +60,15 @@ static int run(struct burn_run *r) {
     failed = burn_kernel_prepare(&r->opts, &r->gpu, &r->kernel) != 0;
     r->sum.kernel = &r->kernel;
   }
-  if (!failed) failed = run_phases(r) != 0;
-  if (burn_alloc_free(&r->alloc) != 0) failed = 1;
-  if (!failed && r->opts.json) burn_report_json(&r->sum);
-  burn_kernel_result_free(&r->sum.kres);
+  for (unsigned round = 0; !failed && round < r->opts.rounds && !burn_stop; round++) {
+    if (round > 0) burn_sleep(r->opts.interval_s);
+    failed = run_phases(r) != 0;
+    if (burn_alloc_free(&r->alloc) != 0) failed = 1;
+    if (!failed && r->opts.json) burn_report_json(&r->sum);
+    burn_kernel_result_free(&r->sum.kres);
+    fflush(stdout); /* a round's line is seen while the next one runs */
+  }
+  if (failed) burn_alloc_free(&r->alloc);
   burn_kernel_release(&r->kernel);
   burn_gpu_close(&r->gpu);
   return failed ? 1 : 0;

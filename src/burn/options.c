@@ -49,6 +49,10 @@ static const char g_usage[] =
     "\n"
     "General:\n"
     "  --device N       CUDA device ordinal (default 0)\n"
+    "  --rounds N       do all of the above N times in this one process, freeing\n"
+    "                   the memory after each round (with --json, one JSON line\n"
+    "                   per round); shows limits changed while a process runs\n"
+    "  --interval S     seconds between rounds (default 1)\n"
     "  --json           print one JSON object on the last line: allocated_bytes,\n"
     "                   chunks, oom, kernels, kernels_per_s, seconds, mem_free,\n"
     "                   mem_total, device_total, ...\n"
@@ -75,7 +79,9 @@ enum {
   OPT_SERIES,
   OPT_WARMUP,
   OPT_DEVICE,
-  OPT_JSON
+  OPT_JSON,
+  OPT_ROUNDS,
+  OPT_INTERVAL
 };
 
 static const struct option g_long_opts[] = {
@@ -93,6 +99,8 @@ static const struct option g_long_opts[] = {
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"rounds", required_argument, NULL, OPT_ROUNDS},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -145,6 +153,8 @@ static int parse_uint_opt(const char *opt, const char *value, unsigned long lo, 
 static void set_defaults(struct burn_opts *o) {
   memset(o, 0, sizeof(*o));
   o->chunk_bytes = BURN_DEFAULT_CHUNK;
+  o->rounds = 1;
+  o->interval_s = 1.0;
   o->iters = BURN_DEFAULT_ITERS;
 }
 
@@ -164,6 +174,12 @@ static int apply_option(int c, const char *arg, struct burn_opts *o) {
       return 0;
     case OPT_HOLD:
       return parse_seconds_opt("hold", arg, 0.0, &o->hold_s);
+    case OPT_ROUNDS:
+      rc = parse_uint_opt("rounds", arg, 1, 1000000UL, &v);
+      o->rounds = (unsigned)v;
+      return rc;
+    case OPT_INTERVAL:
+      return parse_seconds_opt("interval", arg, 0.0, &o->interval_s);
     case OPT_MEMINFO:
       o->meminfo = 1;
       return 0;

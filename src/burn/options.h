@@ -40,6 +40,8 @@ struct burn_opts {
   int device;           /* --device N: CUDA device ordinal */
   int meminfo;          /* --meminfo: print cuMemGetInfo/cuDeviceTotalMem */
   int json;             /* --json: one JSON object on the last line */
+  unsigned rounds;      /* --rounds N: phases 2-5 this many times (default 1) */
+  double interval_s;    /* --interval SECONDS: pause between rounds (default 1) */
 };
 
 /* Outcome of burn_parse_options. */
