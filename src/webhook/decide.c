@@ -239,7 +239,7 @@ void vg_wh_decide_update(json_object *old, json_object *pod, const char *user,
   set_why(d, VG_WH_ALLOW, "vgpu's annotations unchanged, or changed by their writer");
 }
 
-/* Only a running pod carries these; a pod created with one is usually a
+/* Only a scheduled pod carries these; a pod created with one is usually a
  * copy of one (kubectl get -o yaml), so the message says what to remove.
  * Returns true when d is decided (refused). */
 static bool refuse_preset(json_object *pod, struct vg_wh_decision *d) {
@@ -248,8 +248,8 @@ static bool refuse_preset(json_object *pod, struct vg_wh_decision *d) {
     if (annotation_of(pod, guarded[i].key, &text) == 0) continue;
     const struct guarded *g = &guarded[i];
     set_why(d, VG_WH_REFUSE,
-            "the annotation %s is written on a running pod by %s (it records %s); a pod cannot "
-            "be created with it: remove it (a copy of a running pod, as kubectl get -o yaml "
+            "the annotation %s is written on a scheduled pod by %s (it records %s); a pod cannot "
+            "be created with it: remove it (a copy of a scheduled pod, as kubectl get -o yaml "
             "prints it, carries it; docs/security.md)",
             g->key, writer_names(g), g->records);
     return true;

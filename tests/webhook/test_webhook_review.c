@@ -330,12 +330,13 @@ static void test_guard_messages(void **state) {
                       ") may change it (it records a resize request's outcome; docs/security.md)");
   json_object_put(r);
   r = review_pod(strdup(POD_ANN("{\"vgpu.io/resize-node\":\"{}\"}")));
-  assert_string_equal(vg_json_get_str(vg_json_get(r, "status"), "message"),
-                      "vgpu: the annotation vgpu.io/resize-node is written on a running pod by the "
-                      "node agent (it records that the node checked a resize request and put any "
-                      "decrease in force); a pod cannot be created with it: remove it (a copy of a "
-                      "running pod, as kubectl get -o yaml prints it, carries it; "
-                      "docs/security.md)");
+  assert_string_equal(
+      vg_json_get_str(vg_json_get(r, "status"), "message"),
+      "vgpu: the annotation vgpu.io/resize-node is written on a scheduled pod by the "
+      "node agent (it records that the node checked a resize request and put any "
+      "decrease in force); a pod cannot be created with it: remove it (a copy of a "
+      "scheduled pod, as kubectl get -o yaml prints it, carries it; "
+      "docs/security.md)");
   json_object_put(r);
 }
 
