@@ -8,6 +8,7 @@
 
 #include "json_get.h"
 #include "pod_quantity.h"
+#include "resize.h"
 
 /* What one container asks for. */
 struct asks {
@@ -147,11 +148,25 @@ static void route(json_object *pod, const char *resource, struct vg_wh_decision 
           VG_WH_SCHEDULER);
 }
 
-/* The assignment annotation of pod: 0 absent, 1 a string (in *text), -1
- * something else (refused: nothing of ours writes that). */
-static int assigned_of(json_object *pod, const char **text) {
-  json_object *v = vg_json_get(vg_json_get(vg_json_get(pod, "metadata"), "annotations"),
-                               VG_WH_ASSIGNED_ANNOTATION);
+/* The annotations vgpu's components keep on a running pod, and who writes
+ * each (decide.h): the one table both the CREATE and the UPDATE guard read. */
+static const struct guarded {
+  const char *key;
+  bool scheduler, node; /* may write it */
+  const char *records;  /* what it records, for the messages */
+} guarded[] = {
+    {VG_WH_ASSIGNED_ANNOTATION, true, false,
+     "the GPU slices placed, from which the node agent grants each container its limits"},
+    {VG_RESIZE_NODE_ANNOTATION, false, true,
+     "that the node checked a resize request and put any decrease in force"},
+    {VG_RESIZE_STATUS_ANNOTATION, true, true, "a resize request's outcome"},
+};
+#define N_GUARDED (sizeof(guarded) / sizeof(guarded[0]))
+
+/* Annotation key of pod: 0 absent, 1 a string (in *text), -1 something else
+ * (nothing of ours writes that, so it counts as changed). */
+static int annotation_of(json_object *pod, const char *key, const char **text) {
+  json_object *v = vg_json_get(vg_json_get(vg_json_get(pod, "metadata"), "annotations"), key);
   *text = NULL;
   if (v == NULL) return 0;
   if (!json_object_is_type(v, json_type_string)) return -1;
@@ -159,24 +174,87 @@ static int assigned_of(json_object *pod, const char **text) {
   return 1;
 }
 
-void vg_wh_decide_update(json_object *old, json_object *pod, struct vg_wh_decision *d) {
+/* Set, changed or removed between old and pod (removal is a change too). */
+static bool changed(json_object *old, json_object *pod, const char *key) {
+  const char *was, *now;
+  int a = annotation_of(old, key, &was), b = annotation_of(pod, key, &now);
+  return !(a >= 0 && a == b && (a == 0 || strcmp(was, now) == 0));
+}
+
+static bool may_write(const struct guarded *g, const char *user, const struct vg_wh_writers *w) {
+  return (g->scheduler && vg_wh_users_has(&w->scheduler, user)) ||
+         (g->node && vg_wh_users_has(&w->node, user));
+}
+
+/* Who writes g, in words. */
+static const char *writer_names(const struct guarded *g) {
+  if (g->scheduler && g->node) return VG_WH_SCHEDULER " and the node agent";
+  return g->scheduler ? VG_WH_SCHEDULER : "the node agent";
+}
+
+/* "vgpu-scheduler (its users)", "the node agent (...)", or both joined by
+ * "or": who may write g, as the refusal names them. */
+static void writers_of(const struct guarded *g, const struct vg_wh_writers *w, char *out,
+                       size_t len) {
+  char s[160], n[160];
+  vg_wh_users_list(&w->scheduler, s, sizeof(s));
+  vg_wh_users_list(&w->node, n, sizeof(n));
+  if (g->scheduler && g->node)
+    snprintf(out, len, "%s (%s) or the node agent (%s)", VG_WH_SCHEDULER, s, n);
+  else if (g->scheduler)
+    snprintf(out, len, "%s (%s)", VG_WH_SCHEDULER, s);
+  else
+    snprintf(out, len, "the node agent (%s)", n);
+}
+
+static void refuse_change(const struct guarded *g, const char *user, const struct vg_wh_writers *w,
+                          struct vg_wh_decision *d) {
+  char who[360];
+  writers_of(g, w, who, sizeof(who));
+  char by[140];
+  if (user != NULL)
+    snprintf(by, sizeof(by), "user %.100s", user);
+  else
+    snprintf(by, sizeof(by), "a request without request.userInfo.username");
+  set_why(d, VG_WH_REFUSE,
+          "the annotation %s cannot be changed by %s: only %s may change it (it records %s; "
+          "docs/security.md)",
+          g->key, by, who, g->records);
+}
+
+void vg_wh_decide_update(json_object *old, json_object *pod, const char *user,
+                         const struct vg_wh_writers *w, struct vg_wh_decision *d) {
   memset(d, 0, sizeof(*d));
   if (pod == NULL || !json_object_is_type(pod, json_type_object) || old == NULL ||
       !json_object_is_type(old, json_type_object)) {
     set_why(d, VG_WH_REFUSE, "request.object or request.oldObject is not a Pod object");
     return;
   }
-  const char *was, *now;
-  int a = assigned_of(old, &was), b = assigned_of(pod, &now);
-  if (a >= 0 && a == b && (a == 0 || strcmp(was, now) == 0)) {
-    set_why(d, VG_WH_ALLOW, "%s unchanged", VG_WH_ASSIGNED_ANNOTATION);
+  if (user != NULL && *user == '\0') user = NULL; /* no name is no one's */
+  for (size_t i = 0; i < N_GUARDED; i++) {
+    if (!changed(old, pod, guarded[i].key) || may_write(&guarded[i], user, w)) continue;
+    refuse_change(&guarded[i], user, w, d);
     return;
   }
-  set_why(d, VG_WH_REFUSE,
-          "the annotation %s is vgpu-scheduler's record of the GPU slices it placed, from which "
-          "the node agent grants the containers their limits; it is written when the pod is "
-          "bound and cannot be changed (docs/security.md)",
-          VG_WH_ASSIGNED_ANNOTATION);
+  set_why(d, VG_WH_ALLOW, "vgpu's annotations unchanged, or changed by their writer");
+}
+
+/* Only a scheduled pod carries these; a pod created with one is usually a
+ * copy of one (kubectl get -o yaml), so the message says what to remove.
+ * Returns true when d is decided (refused). */
+static bool refuse_preset(json_object *pod, struct vg_wh_decision *d) {
+  for (size_t i = 0; i < N_GUARDED; i++) {
+    const char *text;
+    if (annotation_of(pod, guarded[i].key, &text) == 0) continue;
+    const struct guarded *g = &guarded[i];
+    set_why(d, VG_WH_REFUSE,
+            "the annotation %s is written on a scheduled pod by %s (it records %s); a pod cannot "
+            "be created with it: remove it (a copy of a scheduled pod, as kubectl get -o yaml "
+            "prints it, carries it; docs/security.md)",
+            g->key, writer_names(g), g->records);
+    return true;
+  }
+  return false;
 }
 
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d) {
@@ -185,15 +263,7 @@ void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg
     set_why(d, VG_WH_REFUSE, "request.object is not a Pod object");
     return;
   }
-  const char *assigned;
-  if (assigned_of(pod, &assigned) != 0) {
-    set_why(d, VG_WH_REFUSE,
-            "the annotation %s is written by vgpu-scheduler when it binds the pod (the node agent "
-            "grants the containers their limits from it); a pod cannot be created with it "
-            "(docs/security.md)",
-            VG_WH_ASSIGNED_ANNOTATION);
-    return;
-  }
+  if (refuse_preset(pod, d)) return;
   const char *skip = vg_json_get_str(vg_json_get(vg_json_get(pod, "metadata"), "annotations"),
                                      VG_WH_OPT_OUT_ANNOTATION);
   if (skip != NULL && strcmp(skip, VG_WH_OPT_OUT_VALUE) == 0) {

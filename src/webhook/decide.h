@@ -16,11 +16,20 @@
  * "Asks" means a managed resource with a quantity above zero in the
  * container's resources.limits or resources.requests.
  *
- * And, for any Pod, the scheduler's assignment (vgpu.io/assigned, from
- * which the node agent writes each container's grant) is written only by
- * vgpu-scheduler's Binding, which the API server applies without a Pod
- * UPDATE: so a Pod created with it, or an UPDATE that changes it, is
- * refused -- otherwise a tenant could write itself a larger grant.
+ * And, for any Pod, the annotations vgpu's components keep on a running pod
+ * are theirs alone (writers.h says who they are):
+ *
+ *   vgpu.io/assigned       the scheduler's (the node agent writes each
+ *                          container's grant from it; the Binding writes it
+ *                          first, without a Pod UPDATE, and a resize
+ *                          rewrites it)
+ *   vgpu.io/resize-node    the node agent's
+ *   vgpu.io/resize-status  the scheduler's and the node agent's
+ *
+ * A Pod created with any of them, or an UPDATE by anyone else that sets,
+ * changes or removes one, is refused -- otherwise a tenant could write
+ * itself a larger grant, or a resize outcome nothing checked. The user's own
+ * keys (vgpu.io/resize-request, the label vgpu.io/resize) are left to RBAC.
  */
 #ifndef VG_WH_DECIDE_H
 #define VG_WH_DECIDE_H
@@ -31,6 +40,7 @@
 
 #include "err.h"
 #include "resources.h"
+#include "writers.h"
 
 #define VG_WH_SCHEDULER "vgpu-scheduler"
 #define VG_WH_OPT_OUT_ANNOTATION "vgpu.io/scheduler"
@@ -54,7 +64,10 @@ struct vg_wh_decision {
 };
 
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d);
-/* A Pod UPDATE: refused if it changes VG_WH_ASSIGNED_ANNOTATION; else allowed. */
-void vg_wh_decide_update(json_object *old, json_object *pod, struct vg_wh_decision *d);
+/* A Pod UPDATE from old to pod by user (request.userInfo.username; NULL
+ * when the review has none, which is no one's): refused if it changes a
+ * guarded annotation user is not a writer of; else allowed. */
+void vg_wh_decide_update(json_object *old, json_object *pod, const char *user,
+                         const struct vg_wh_writers *w, struct vg_wh_decision *d);
 
 #endif

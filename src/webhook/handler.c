@@ -11,13 +11,14 @@ static void text(struct vg_wh_reply *out, unsigned status, const char *body, con
   out->result = VG_WH_R_INVALID;
 }
 
-void vg_wh_handle(const struct vg_wh_resources *res, struct vg_wh_metrics *m, const char *method,
-                  const char *url, const char *body, size_t len, struct vg_wh_reply *out) {
+void vg_wh_handle(const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                  struct vg_wh_metrics *m, const char *method, const char *url, const char *body,
+                  size_t len, struct vg_wh_reply *out) {
   memset(out, 0, sizeof(*out));
   const char *plain = "text/plain; charset=utf-8";
   if (strcmp(url, "/mutate") == 0) {
     if (strcmp(method, "POST") != 0) return text(out, 405, "POST an AdmissionReview\n", plain);
-    vg_wh_review(body, len, res, out);
+    vg_wh_review(body, len, res, w, out);
     atomic_fetch_add(&m->reviews[out->result], 1);
     return;
   }

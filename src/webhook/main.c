@@ -3,7 +3,7 @@
  * asking for vgpu's GPU resources to vgpu-scheduler (docs/admission.md).
  *
  *   vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]
- *                [--resources LIST]
+ *                [--resources LIST] [--scheduler-user NAME]... [--node-user NAME]...
  *   vgpu-webhook certs ...   (certs_main.c)
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one),
@@ -23,27 +23,48 @@
 #define RELOAD_CHECK_S 10
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
-          "                    [--resources LIST]\n"
-          "       vgpu-webhook certs --help\n"
-          "  --tls-cert FILE     serving certificate (PEM, chain allowed); reloaded within %d s\n"
-          "                      of a change, as when Kubernetes updates a mounted Secret\n"
-          "  --tls-key FILE      its private key (PEM)\n"
-          "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
-          "                      printed as PORT n)\n"
-          "  --resources LIST    comma list of the extended resources that send a pod to\n"
-          "                      vgpu-scheduler (default: every dialect's,\n"
-          "                      %s)\n"
-          "  --help, --version\n"
-          "Serves POST /mutate (AdmissionReview v1), GET /healthz, GET /metrics. A pod opts out\n"
-          "with the annotation vgpu.io/scheduler: skip. See docs/admission.md.\n",
-          RELOAD_CHECK_S, vg_wh_default_resources);
+  fprintf(
+      f,
+      "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
+      "                    [--resources LIST] [--scheduler-user NAME]... [--node-user NAME]...\n"
+      "       vgpu-webhook certs --help\n"
+      "  --tls-cert FILE     serving certificate (PEM, chain allowed); reloaded within %d s\n"
+      "                      of a change, as when Kubernetes updates a mounted Secret\n"
+      "  --tls-key FILE      its private key (PEM)\n"
+      "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
+      "                      printed as PORT n)\n"
+      "  --resources LIST    comma list of the extended resources that send a pod to\n"
+      "                      vgpu-scheduler (default: every dialect's,\n"
+      "                      %s)\n"
+      "  --scheduler-user NAME\n"
+      "                      vgpu-scheduler's user (request.userInfo.username); repeatable.\n"
+      "                      Only it may change vgpu.io/assigned on a Pod UPDATE, and it and\n"
+      "                      the node agent vgpu.io/resize-status (default\n"
+      "                      %s)\n"
+      "  --node-user NAME    the node agent's (vgpu-device-plugin's) user; repeatable. Only\n"
+      "                      it may change vgpu.io/resize-node (default\n"
+      "                      %s)\n"
+      "  --help, --version\n"
+      "Serves POST /mutate (AdmissionReview v1), GET /healthz, GET /metrics. A pod opts out\n"
+      "with the annotation vgpu.io/scheduler: skip. See docs/admission.md.\n",
+      RELOAD_CHECK_S, vg_wh_default_resources, VG_WH_DEFAULT_SCHEDULER_USER,
+      VG_WH_DEFAULT_NODE_USER);
 }
 
 struct serve_flags {
   const char *listen, *cert, *key, *resources;
+  struct vg_wh_writers writers; /* as given; the defaults fill the empty sets after */
 };
+
+/* One --scheduler-user (c 's') or --node-user ('n'): 0, or 2 (a usage
+ * error, said). */
+static int add_user(struct serve_flags *f, int c, const char *name) {
+  struct vg_err err = {{0}};
+  struct vg_wh_users *u = c == 's' ? &f->writers.scheduler : &f->writers.node;
+  if (vg_wh_users_add(u, c == 's' ? "--scheduler-user" : "--node-user", name, &err) == 0) return 0;
+  fprintf(stderr, "vgpu-webhook: %s\n", err.msg);
+  return 2;
+}
 
 /* 0 to serve, 1 done (help/version), 2 usage error. */
 static int parse(int argc, char **argv, struct serve_flags *f) {
@@ -51,6 +72,8 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
                                        {"tls-cert", required_argument, NULL, 'c'},
                                        {"tls-key", required_argument, NULL, 'k'},
                                        {"resources", required_argument, NULL, 'r'},
+                                       {"scheduler-user", required_argument, NULL, 's'},
+                                       {"node-user", required_argument, NULL, 'n'},
                                        {"help", no_argument, NULL, 'h'},
                                        {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
@@ -63,7 +86,9 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
       f->key = optarg;
     else if (c == 'r')
       f->resources = optarg;
-    else if (c == 'h')
+    else if (c == 's' || c == 'n') {
+      if (add_user(f, c, optarg) != 0) return 2;
+    } else if (c == 'h')
       return usage(stdout), 1;
     else if (c == 'V')
       return printf("vgpu-webhook %s\n", VG_VERSION), 1;
@@ -76,6 +101,7 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
             "calls webhooks over HTTPS only)\n");
     return usage(stderr), 2;
   }
+  vg_wh_writers_default(&f->writers);
   return 0;
 }
 
@@ -110,7 +136,7 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, NULL); /* before the server's threads start */
   signal(SIGPIPE, SIG_IGN);
-  struct vg_wh_server_options o = {f.listen, f.cert, f.key, &res};
+  struct vg_wh_server_options o = {f.listen, f.cert, f.key, &res, &f.writers};
   struct vg_wh_server *s = vg_wh_server_start(&o, &err);
   if (s == NULL) {
     fprintf(stderr, "vgpu-webhook: %s\n", err.msg);
@@ -118,8 +144,12 @@ int main(int argc, char **argv) {
   }
   printf("PORT %d\n", vg_wh_server_port(s));
   fflush(stdout);
+  char sched[256], node[256];
+  vg_wh_users_list(&f.writers.scheduler, sched, sizeof(sched));
+  vg_wh_users_list(&f.writers.node, node, sizeof(node));
   vg_info("vgpu-webhook %s: listening on %s (port %d), %d managed resources", VG_VERSION, f.listen,
           vg_wh_server_port(s), res.n);
+  vg_info("vgpu-webhook: users of vgpu-scheduler: %s; of the node agent: %s", sched, node);
   serve(s, &set);
   vg_wh_server_stop(s);
   return 0;

@@ -95,8 +95,15 @@ static enum vg_wh_result answer(json_object *resp, const struct vg_wh_decision *
   return VG_WH_R_MUTATED;
 }
 
+/* The user the API server authenticated (request.userInfo.username), or
+ * NULL: the UPDATE guard names it and checks it against the writers. */
+static const char *user_of(json_object *req) {
+  return vg_json_get_str(vg_json_get(req, "userInfo"), "username");
+}
+
 static void decide_review(const char *api_version, json_object *req,
-                          const struct vg_wh_resources *res, struct vg_wh_reply *out) {
+                          const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                          struct vg_wh_reply *out) {
   json_object *resp = json_object_new_object();
   json_object_object_add(resp, "uid", json_object_get(vg_json_get(req, "uid")));
   struct vg_wh_decision d = {.verdict = VG_WH_ALLOW};
@@ -104,7 +111,8 @@ static void decide_review(const char *api_version, json_object *req,
   if (op != NULL && strcmp(op, "CREATE") == 0)
     vg_wh_decide(vg_json_get(req, "object"), res, &d);
   else if (op != NULL)
-    vg_wh_decide_update(vg_json_get(req, "oldObject"), vg_json_get(req, "object"), &d);
+    vg_wh_decide_update(vg_json_get(req, "oldObject"), vg_json_get(req, "object"), user_of(req), w,
+                        &d);
   out->result = answer(resp, &d);
   if (out->result == VG_WH_R_INVALID) {
     json_object_put(resp);
@@ -127,7 +135,7 @@ static void decide_review(const char *api_version, json_object *req,
 }
 
 void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *res,
-                  struct vg_wh_reply *out) {
+                  const struct vg_wh_writers *w, struct vg_wh_reply *out) {
   char why[256];
   memset(out, 0, sizeof(*out));
   if (len > VG_WH_MAX_BODY) {
@@ -148,6 +156,6 @@ void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *re
   else if (uid == NULL || *uid == '\0')
     plain(out, 400, "AdmissionReview without request.uid: nothing to answer to");
   else
-    decide_review(api, req, res, out);
+    decide_review(api, req, res, w, out);
   json_object_put(review);
 }

@@ -1,8 +1,9 @@
 /*
  * review.h -- one AdmissionReview (admission.k8s.io/v1) in, its answer out.
  *
- * Only a Pod CREATE is decided (decide.h); every other kind, operation or
- * subresource is allowed unchanged. The answer carries the request's uid,
+ * Only a Pod CREATE or UPDATE is decided (decide.h), the UPDATE with the
+ * user of request.userInfo.username against the writers (writers.h); every
+ * other kind, operation or subresource is allowed unchanged. The answer carries the request's uid,
  * and for a routed pod the JSONPatch, base64-encoded.
  *
  * Two kinds of bad input, answered differently on purpose:
@@ -21,6 +22,7 @@
 #include <stddef.h>
 
 #include "resources.h"
+#include "writers.h"
 
 /* The API server sends at most ~3 MiB objects; a review wraps one. */
 #define VG_WH_MAX_BODY (4u * 1024u * 1024u)
@@ -41,7 +43,7 @@ struct vg_wh_reply {
 };
 
 void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *res,
-                  struct vg_wh_reply *out);
+                  const struct vg_wh_writers *w, struct vg_wh_reply *out);
 
 const char *vg_wh_result_name(enum vg_wh_result r);
 

@@ -15,11 +15,13 @@
 #include "err.h"
 #include "metrics.h"
 #include "resources.h"
+#include "writers.h"
 
 struct vg_wh_server_options {
   const char *listen;               /* ADDR:PORT */
   const char *cert_file, *key_file; /* PEM */
   const struct vg_wh_resources *resources;
+  const struct vg_wh_writers *writers; /* of the guarded annotations (decide.h) */
 };
 
 struct vg_wh_server;
@@ -34,7 +36,8 @@ void vg_wh_server_stop(struct vg_wh_server *s);
 
 /* The HTTP layer without the sockets (tests, fuzzing): method and url as
  * libmicrohttpd gives them. */
-void vg_wh_handle(const struct vg_wh_resources *res, struct vg_wh_metrics *m, const char *method,
-                  const char *url, const char *body, size_t len, struct vg_wh_reply *out);
+void vg_wh_handle(const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                  struct vg_wh_metrics *m, const char *method, const char *url, const char *body,
+                  size_t len, struct vg_wh_reply *out);
 
 #endif

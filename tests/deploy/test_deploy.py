@@ -12,7 +12,9 @@ policies and namespaceSelector), and that each overlay's
 device plugin configuration is exactly the example of its dialect.
 
 With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin,
-vgpu-scheduler and vgpu-webhook (and its certs Job) must be one that the built program's --help documents.
+vgpu-scheduler and vgpu-webhook (and its certs Job) must be one that the built program's --help documents,
+and the webhook's --scheduler-user / --node-user (given or default) must be the service accounts
+those two run as.
 
 Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
 """
@@ -376,6 +378,24 @@ def check_flags(objs, bindir):
                   "%s accepts %s (its usage: %s)" % (prog, flag, synopsis))
 
 
+def check_webhook_users(objs, bindir):
+    """The users the webhook lets write vgpu's pod annotations (--scheduler-user, --node-user,
+    docs/admission.md) are the service accounts the scheduler and the device plugin run as:
+    the ones the manifests pass, else the defaults its --help states."""
+    (wh,) = objs[("Deployment", "vgpu-webhook")]["spec"]["template"]["spec"]["containers"]
+    p = subprocess.run([os.path.join(bindir, "vgpu-webhook"), "--help"], capture_output=True,
+                       text=True, timeout=30)
+    for flag, kind, name in (("--scheduler-user", "Deployment", "vgpu-scheduler"),
+                             ("--node-user", "DaemonSet", "vgpu-device-plugin")):
+        pod = objs[(kind, name)]["spec"]["template"]["spec"]
+        want = "system:serviceaccount:%s:%s" % (objs[(kind, name)]["metadata"]["namespace"],
+                                                pod["serviceAccountName"])
+        given = [a.split("=", 1)[1] for a in wh["command"] if a.startswith(flag + "=")]
+        usage = re.sub(r"\s+", " ", p.stdout.split("  " + flag, 1)[-1].split("\n  --", 1)[0])
+        check(want in given if given else "(default " + want + ")" in usage,
+              "webhook %s is %s's service account %s (passed: %s)" % (flag, name, want, given))
+
+
 def check_overlay(cmd, overlay, config_file, bindir):
     objs = index(render(cmd, overlay))
     kinds = sorted({k for k, _ in objs})
@@ -400,6 +420,7 @@ def check_overlay(cmd, overlay, config_file, bindir):
     check_images(objs)
     if bindir:
         check_flags(objs, bindir)
+        check_webhook_users(objs, bindir)
     np = objs[("NetworkPolicy", "vgpu-scheduler-no-ingress")]["spec"]
     check(np["policyTypes"] == ["Ingress"] and not np.get("ingress") and
           np["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgpu-scheduler"},

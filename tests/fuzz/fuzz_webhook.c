@@ -1,9 +1,9 @@
 /* fuzz_webhook.c -- libFuzzer target for what vgpu-webhook reads: the body
- * of POST /mutate. The input is reviewed twice: as the whole body, and as
- * the Pod of a well-formed Pod CREATE review (so that the decision, not only
- * the envelope, meets odd pods). Every answer must be a reply with a body;
- * a 200 must be an AdmissionReview carrying the uid, and a patch must decode
- * to a JSON array. */
+ * of POST /mutate. The input is reviewed three times: as the whole body, as
+ * the Pod of a well-formed Pod CREATE review, and as the old Pod of an UPDATE
+ * (so that the decisions, not only the envelope, meet odd pods). Every answer must be a reply with
+ * a body; a 200 must be an AdmissionReview carrying the uid, and a patch must decode to a JSON
+ * array. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,26 +37,43 @@ static void check(const struct vg_wh_reply *r) {
   json_object_put(top);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static struct vg_wh_resources res;
-  if (res.n == 0 && vg_wh_resources_parse(vg_wh_default_resources, &res, NULL) != 0) abort();
-  struct vg_wh_reply r;
-  vg_wh_review((const char *)data, size, &res, &r);
-  check(&r);
-  free(r.body);
-  static const char head[] =
-      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-      "\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
-      "\"operation\":\"CREATE\",\"object\":";
-  size_t n = sizeof(head) - 1;
+/* Heads of a well-formed review: the input follows as its Pod (the old one
+ * of the UPDATE, by a user who may not change vgpu.io/assigned), then "}}". */
+static const char create[] =
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+    "\"operation\":\"CREATE\",\"object\":";
+static const char update[] =
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+    "\"operation\":\"UPDATE\",\"userInfo\":{\"username\":\"alice\"},"
+    "\"object\":{\"metadata\":{\"annotations\":{\"vgpu.io/assigned\":\"{}\"}}},\"oldObject\":";
+
+static void review_wrapped(const char *head, const uint8_t *data, size_t size,
+                           const struct vg_wh_resources *res, const struct vg_wh_writers *w) {
+  size_t n = strlen(head);
   char *wrapped = malloc(n + size + 2);
-  if (wrapped == NULL) return 0;
+  if (wrapped == NULL) return;
   memcpy(wrapped, head, n);
   memcpy(wrapped + n, data, size);
   memcpy(wrapped + n + size, "}}", 2);
-  vg_wh_review(wrapped, n + size + 2, &res, &r);
+  struct vg_wh_reply r;
+  vg_wh_review(wrapped, n + size + 2, res, w, &r);
   check(&r);
   free(r.body);
   free(wrapped);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static struct vg_wh_resources res;
+  static struct vg_wh_writers w;
+  if (res.n == 0 && vg_wh_resources_parse(vg_wh_default_resources, &res, NULL) != 0) abort();
+  vg_wh_writers_default(&w);
+  struct vg_wh_reply r;
+  vg_wh_review((const char *)data, size, &res, &w, &r);
+  check(&r);
+  free(r.body);
+  review_wrapped(create, data, size, &res, &w);
+  review_wrapped(update, data, size, &res, &w);
   return 0;
 }

@@ -27,11 +27,34 @@ char *fx_review(const char *pod_json) {
   return out;
 }
 
+char *fx_update_review(const char *old_json, const char *pod_json, const char *user) {
+  char *base = fx_review(pod_json), *info = NULL, *out = NULL;
+  const char *create = "\"operation\":\"CREATE\"", *at = strstr(base, create);
+  assert_non_null(at);
+  /* groups as the API server sends them: the webhook must not read them */
+  if (user != NULL)
+    assert_true(asprintf(&info,
+                         ",\"userInfo\":{\"username\":\"%s\",\"uid\":\"x\",\"groups\":"
+                         "[\"system:serviceaccounts\",\"system:authenticated\"]}",
+                         user) > 0);
+  assert_true(asprintf(&out, "%.*s\"operation\":\"UPDATE\"%s,\"oldObject\":%s%s", (int)(at - base),
+                       base, info != NULL ? info : "", old_json, at + strlen(create)) > 0);
+  free(info);
+  free(base);
+  return out;
+}
+
 json_object *fx_response(const char *review_text) {
+  struct vg_wh_writers w = {0};
+  vg_wh_writers_default(&w);
+  return fx_response_with(review_text, &w);
+}
+
+json_object *fx_response_with(const char *review_text, const struct vg_wh_writers *w) {
   struct vg_wh_resources res;
   assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
   struct vg_wh_reply r;
-  vg_wh_review(review_text, strlen(review_text), &res, &r);
+  vg_wh_review(review_text, strlen(review_text), &res, w, &r);
   assert_int_equal(r.status, 200);
   assert_string_equal(r.content_type, "application/json");
   json_object *top = json_tokener_parse(r.body);

@@ -256,44 +256,52 @@ static void test_not_pod_create(void **state) {
   free(base);
 }
 
-/* An UPDATE review of old -> pod (malloc'd). */
-static char *update_review(const char *old, const char *pod) {
-  char *base = fx_review(pod), *out = NULL;
-  const char *at = strstr(base, "\"operation\":\"CREATE\"");
-  assert_non_null(at);
-  assert_true(asprintf(&out, "%.*s\"operation\":\"UPDATE\",\"oldObject\":%s%s", (int)(at - base),
-                       base, old, at + strlen("\"operation\":\"CREATE\"")) > 0);
-  free(base);
-  return out;
-}
+#define SCHED VG_WH_DEFAULT_SCHEDULER_USER
+#define NODE VG_WH_DEFAULT_NODE_USER
 
-static json_object *review_update(const char *old, const char *pod) {
-  char *text = update_review(old, pod);
-  json_object *resp = fx_response(text);
+/* The answer to old -> pod by user (NULL: no userInfo), with writers w
+ * (NULL: the defaults). */
+static json_object *update_with(const char *old, const char *pod, const char *user,
+                                const struct vg_wh_writers *w) {
+  char *text = fx_update_review(old, pod, user);
+  json_object *resp = w != NULL ? fx_response_with(text, w) : fx_response(text);
   free(text);
   return resp;
 }
 
-#define POD_ASSIGNED(v)                                                                \
-  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"vgpu.io/" \
-  "assigned\":" v "}},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
+static json_object *update_as(const char *user, const char *old, const char *pod) {
+  return update_with(old, pod, user, NULL);
+}
+
+/* A pod with the annotations map ann (JSON text). */
+#define POD_ANN(ann)                                                            \
+  "{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"b\"},\"annotations\":" ann \
+  "},\"spec\":"                                                                 \
+  "{\"containers\":[{\"name\":\"c\"}]}}"
+#define POD_ASSIGNED(v) POD_ANN("{\"vgpu.io/assigned\":" v "}")
 #define POD_PLAIN "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
 
-/* vgpu.io/assigned is the scheduler's, written by its Binding (no Pod
- * UPDATE): an UPDATE that leaves it alone passes, one that sets, changes or
- * removes it is refused, and so is a pod created with it -- a tenant would
- * otherwise write itself a larger grant. */
+/* vgpu.io/assigned is the scheduler's (its Binding writes it first, a
+ * resize rewrites it): an UPDATE that leaves it alone passes, one by anyone
+ * else that sets, changes or removes it is refused, and so is a pod created
+ * with it -- a tenant would otherwise write itself a larger grant. */
 static void test_assignment_annotation_guarded(void **state) {
   (void)state;
   const char *mine = POD_ASSIGNED("\"{\\\"c\\\":[]}\"");
   const char *bigger = POD_ASSIGNED("\"{\\\"c\\\":[1]}\"");
-  assert_unchanged(review_update(mine, mine)); /* labels, other annotations: not ours */
-  assert_unchanged(review_update(POD_PLAIN, POD_PLAIN));
-  assert_refused(review_update(mine, bigger), "vgpu.io/assigned", "cannot be changed");
-  assert_refused(review_update(POD_PLAIN, mine), "vgpu.io/assigned", "cannot be changed");
-  assert_refused(review_update(mine, POD_PLAIN), "vgpu.io/assigned", "cannot be changed");
-  assert_refused(review_update(POD_ASSIGNED("7"), POD_ASSIGNED("7")), "vgpu.io/assigned",
+  assert_unchanged(update_as("alice", mine, mine)); /* labels, other annotations: not ours */
+  assert_unchanged(update_as("alice", POD_PLAIN, POD_PLAIN));
+  assert_refused(update_as("alice", mine, bigger), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(update_as("alice", POD_PLAIN, mine), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(update_as("alice", mine, POD_PLAIN), "vgpu.io/assigned", "cannot be changed");
+  assert_refused(update_as("alice", POD_ASSIGNED("7"), POD_ASSIGNED("7")), "vgpu.io/assigned",
                  "cannot be changed"); /* not a string: nothing of ours wrote it */
+  /* the node agent reads it, never writes it */
+  assert_refused(update_as(NODE, mine, bigger), "vgpu.io/assigned", "user " NODE);
+  /* the scheduler: a resize records the new amounts there */
+  assert_unchanged(update_as(SCHED, mine, bigger));
+  assert_unchanged(update_as(SCHED, POD_PLAIN, mine));
+  assert_unchanged(update_as(SCHED, mine, POD_PLAIN));
   /* an UPDATE without the old object cannot be judged */
   char *text = fx_review(mine), *at = strstr(text, "\"CREATE\"");
   memcpy(at, "\"UPDATE\"", 8);
@@ -304,11 +312,160 @@ static void test_assignment_annotation_guarded(void **state) {
   assert_refused(review_pod(strdup(POD_ASSIGNED("\"\""))), "vgpu.io/assigned", "created");
 }
 
+/* The refusals word for word: the annotation, who may change it, who tried. */
+static void test_guard_messages(void **state) {
+  (void)state;
+  json_object *r = update_as("alice", POD_PLAIN, POD_ASSIGNED("\"{}\""));
+  assert_string_equal(
+      vg_json_get_str(vg_json_get(r, "status"), "message"),
+      "vgpu: the annotation vgpu.io/assigned cannot be changed by user alice: only vgpu-scheduler "
+      "(" SCHED
+      ") may change it (it records the GPU slices placed, from which the node agent "
+      "grants each container its limits; docs/security.md)");
+  json_object_put(r);
+  r = update_as("alice", POD_PLAIN, POD_ANN("{\"vgpu.io/resize-status\":\"{}\"}"));
+  assert_string_equal(vg_json_get_str(vg_json_get(r, "status"), "message"),
+                      "vgpu: the annotation vgpu.io/resize-status cannot be changed by user alice: "
+                      "only vgpu-scheduler (" SCHED ") or the node agent (" NODE
+                      ") may change it (it records a resize request's outcome; docs/security.md)");
+  json_object_put(r);
+  r = review_pod(strdup(POD_ANN("{\"vgpu.io/resize-node\":\"{}\"}")));
+  assert_string_equal(
+      vg_json_get_str(vg_json_get(r, "status"), "message"),
+      "vgpu: the annotation vgpu.io/resize-node is written on a scheduled pod by the "
+      "node agent (it records that the node checked a resize request and put any "
+      "decrease in force); a pod cannot be created with it: remove it (a copy of a "
+      "scheduled pod, as kubectl get -o yaml prints it, carries it; "
+      "docs/security.md)");
+  json_object_put(r);
+}
+
+#define ACK(id) "{\"vgpu.io/resize-node\":\"{\\\"id\\\":\\\"" id "\\\"}\"}"
+
+/* vgpu.io/resize-node is the node agent's alone: not the scheduler's, not
+ * the user's. */
+static void test_resize_node_guarded(void **state) {
+  (void)state;
+  assert_unchanged(update_as(NODE, POD_PLAIN, POD_ANN(ACK("1"))));
+  assert_unchanged(update_as(NODE, POD_ANN(ACK("1")), POD_ANN(ACK("2"))));
+  assert_unchanged(update_as(NODE, POD_ANN(ACK("1")), POD_PLAIN));
+  assert_unchanged(update_as("alice", POD_ANN(ACK("1")), POD_ANN(ACK("1"))));
+  assert_refused(update_as(SCHED, POD_PLAIN, POD_ANN(ACK("1"))),
+                 "vgpu.io/resize-node cannot be changed by user " SCHED,
+                 "only the node agent (" NODE ") may change it");
+  assert_refused(update_as("alice", POD_ANN(ACK("1")), POD_PLAIN), "vgpu.io/resize-node",
+                 "cannot be changed by user alice");
+  /* a kubelet is not the node agent */
+  assert_refused(update_as("system:node:gpu-1", POD_PLAIN, POD_ANN(ACK("1"))),
+                 "vgpu.io/resize-node", "user system:node:gpu-1");
+}
+
+#define STATUS(phase) \
+  "{\"vgpu.io/resize-status\":\"{\\\"id\\\":\\\"1\\\",\\\"phase\\\":\\\"" phase "\\\"}\"}"
+
+/* vgpu.io/resize-status: the scheduler's (Accepted, Refused) and the node
+ * agent's (Applied, Refused), no one else's. */
+static void test_resize_status_guarded(void **state) {
+  (void)state;
+  assert_unchanged(update_as(SCHED, POD_PLAIN, POD_ANN(STATUS("Accepted"))));
+  assert_unchanged(update_as(NODE, POD_ANN(STATUS("Accepted")), POD_ANN(STATUS("Applied"))));
+  assert_unchanged(update_as(NODE, POD_ANN(STATUS("Applied")), POD_PLAIN));
+  assert_refused(update_as("alice", POD_ANN(STATUS("Refused")), POD_ANN(STATUS("Applied"))),
+                 "vgpu.io/resize-status cannot be changed by user alice",
+                 "only vgpu-scheduler (" SCHED ") or the node agent (" NODE ")");
+  assert_refused(update_as("alice", POD_ANN(STATUS("Applied")), POD_PLAIN), "vgpu.io/resize-status",
+                 "cannot be changed");
+  /* one key allowed does not carry another: the node agent may write the
+   * status, not the assignment it came with */
+  assert_refused(
+      update_as(NODE, POD_PLAIN,
+                POD_ANN("{\"vgpu.io/resize-status\":\"{}\",\"vgpu.io/assigned\":\"{}\"}")),
+      "vgpu.io/assigned", "user " NODE);
+}
+
+/* The user's own keys (the request, the label) are RBAC's business. */
+static void test_resize_request_free(void **state) {
+  (void)state;
+  const char *asked =
+      "{\"metadata\":{\"name\":\"p\",\"labels\":{\"vgpu.io/resize\":\"requested\"},"
+      "\"annotations\":{\"vgpu.io/resize-request\":\"{\\\"id\\\":\\\"1\\\"}\"}},\"spec\":"
+      "{\"containers\":[{\"name\":\"c\"}]}}";
+  assert_unchanged(update_as("alice", POD_PLAIN, asked));
+  assert_unchanged(update_as("alice", asked, POD_PLAIN));
+  assert_unchanged(update_as(NULL, POD_PLAIN, asked));
+  /* and a pod may be created with them (nothing reads a request before the
+   * pod runs) */
+  assert_unchanged(review_pod(strdup(asked)));
+}
+
+/* A copy of a running pod carries the components' keys: refused at
+ * creation, naming the key and saying to remove it. */
+static void test_create_with_resize_keys(void **state) {
+  (void)state;
+  assert_refused(review_pod(strdup(POD_ANN(STATUS("Applied")))), "vgpu.io/resize-status",
+                 "cannot be created with it: remove it");
+  assert_refused(review_pod(strdup(POD_ANN(ACK("1")))), "vgpu.io/resize-node",
+                 "cannot be created with it");
+}
+
+/* No userInfo, or an empty username, is no one: refused for the guarded
+ * keys, fine for the rest. */
+static void test_no_user_info(void **state) {
+  (void)state;
+  const char *mine = POD_ASSIGNED("\"{}\"");
+  assert_refused(update_as(NULL, POD_PLAIN, mine), "vgpu.io/assigned",
+                 "cannot be changed by a request without request.userInfo.username");
+  assert_refused(update_as("", POD_PLAIN, mine), "vgpu.io/assigned", "without request.userInfo");
+  assert_refused(update_as(NULL, POD_PLAIN, POD_ANN(ACK("1"))), "vgpu.io/resize-node",
+                 "without request.userInfo");
+  assert_unchanged(update_as(NULL, mine, mine));
+}
+
+/* --scheduler-user / --node-user replace the defaults (each set on its
+ * own), and are repeatable. */
+static void test_writer_flags(void **state) {
+  (void)state;
+  struct vg_wh_writers w = {0};
+  struct vg_err err = {{0}};
+  assert_int_equal(vg_wh_users_add(&w.scheduler, "--scheduler-user", "sched-a", &err), 0);
+  assert_int_equal(vg_wh_users_add(&w.scheduler, "--scheduler-user", "sched-b", &err), 0);
+  vg_wh_writers_default(&w);
+  assert_int_equal(w.scheduler.n, 2);
+  assert_int_equal(w.node.n, 1);
+  assert_string_equal(w.node.name[0], NODE);
+  const char *mine = POD_ASSIGNED("\"{}\"");
+  assert_unchanged(update_with(POD_PLAIN, mine, "sched-b", &w));
+  assert_refused(update_with(POD_PLAIN, mine, SCHED, &w), "only vgpu-scheduler (sched-a, sched-b)",
+                 "user " SCHED);
+  assert_unchanged(update_with(POD_PLAIN, POD_ANN(ACK("1")), NODE, &w));
+  struct vg_wh_writers n = {0};
+  assert_int_equal(vg_wh_users_add(&n.node, "--node-user", "agent", &err), 0);
+  vg_wh_writers_default(&n);
+  assert_string_equal(n.scheduler.name[0], SCHED);
+  assert_unchanged(update_with(POD_PLAIN, POD_ANN(ACK("1")), "agent", &n));
+  assert_refused(update_with(POD_PLAIN, POD_ANN(ACK("1")), NODE, &n), "the node agent (agent)",
+                 "user " NODE);
+  /* what the flags refuse */
+  assert_int_equal(vg_wh_users_add(&n.node, "--node-user", "", &err), -1);
+  assert_string_equal(err.msg, "--node-user: an empty user name");
+  char longer[VG_WH_USER_MAX + 1];
+  memset(longer, 'u', VG_WH_USER_MAX);
+  longer[VG_WH_USER_MAX] = '\0';
+  assert_int_equal(vg_wh_users_add(&n.node, "--node-user", longer, &err), -1);
+  assert_non_null(strstr(err.msg, "longer than"));
+  for (int i = n.node.n; i < VG_WH_USERS_MAX; i++)
+    assert_int_equal(vg_wh_users_add(&n.node, "--node-user", "x", &err), 0);
+  assert_int_equal(vg_wh_users_add(&n.node, "--node-user", "x", &err), -1);
+  assert_non_null(strstr(err.msg, "more than"));
+}
+
 static void expect_status(const char *body, size_t len, unsigned status, const char *part) {
   struct vg_wh_resources res;
   assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  struct vg_wh_writers w = {0};
+  vg_wh_writers_default(&w);
   struct vg_wh_reply r;
-  vg_wh_review(body, len, &res, &r);
+  vg_wh_review(body, len, &res, &w, &r);
   assert_int_equal(r.status, status);
   assert_int_equal(r.result, VG_WH_R_INVALID);
   if (strstr(r.body, part) == NULL) fail_msg("reply \"%s\" lacks \"%s\"", r.body, part);
@@ -382,8 +539,10 @@ static void test_resources_flag(void **state) {
   char *review = fx_review(
       "{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
       "{\"nvidia.com/gpu\":\"1\"}}}]}}");
+  struct vg_wh_writers w = {0};
+  vg_wh_writers_default(&w);
   struct vg_wh_reply r;
-  vg_wh_review(review, strlen(review), &res, &r);
+  vg_wh_review(review, strlen(review), &res, &w, &r);
   free(review);
   assert_int_equal(r.status, 200);
   assert_null(strstr(r.body, "patch"));
@@ -410,8 +569,10 @@ static void expect_endpoint(struct vg_wh_metrics *m, const char *method, const c
                             unsigned status, const char *part) {
   struct vg_wh_resources res;
   assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  struct vg_wh_writers w = {0};
+  vg_wh_writers_default(&w);
   struct vg_wh_reply r;
-  vg_wh_handle(&res, m, method, url, "", 0, &r);
+  vg_wh_handle(&res, &w, m, method, url, "", 0, &r);
   assert_int_equal(r.status, status);
   if (strstr(r.body, part) == NULL)
     fail_msg("%s %s: \"%s\" lacks \"%s\"", method, url, r.body, part);
@@ -443,6 +604,13 @@ int main(void) {
       cmocka_unit_test(test_init_container_refused),
       cmocka_unit_test(test_not_pod_create),
       cmocka_unit_test(test_assignment_annotation_guarded),
+      cmocka_unit_test(test_guard_messages),
+      cmocka_unit_test(test_resize_node_guarded),
+      cmocka_unit_test(test_resize_status_guarded),
+      cmocka_unit_test(test_resize_request_free),
+      cmocka_unit_test(test_create_with_resize_keys),
+      cmocka_unit_test(test_no_user_info),
+      cmocka_unit_test(test_writer_flags),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_huge),
       cmocka_unit_test(test_resources_flag),

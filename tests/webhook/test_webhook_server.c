@@ -29,6 +29,7 @@
 struct fx {
   char dir[64], cert[96], key[96], ca[96], other_ca[96];
   struct vg_wh_resources res;
+  struct vg_wh_writers writers;
   struct vg_wh_server *s;
 };
 
@@ -66,7 +67,8 @@ static int setup(void **state) {
   assert_int_equal(vg_wh_cert_names("vgpu-webhook", "vgpu-system", names, NULL), 0);
   new_pair(f, f->ca);
   assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &f->res, NULL), 0);
-  struct vg_wh_server_options o = {"127.0.0.1:0", f->cert, f->key, &f->res};
+  vg_wh_writers_default(&f->writers);
+  struct vg_wh_server_options o = {"127.0.0.1:0", f->cert, f->key, &f->res, &f->writers};
   struct vg_err err = {{0}};
   f->s = vg_wh_server_start(&o, &err);
   if (f->s == NULL) fail_msg("%s", err.msg);
