@@ -624,6 +624,125 @@ def metrics_coherent(ctx):
     delete_pods(ctx)
 
 
+# ---------------------------------------------------------------- live resize
+
+# One process allocating to its limit every half second, printing a JSON line
+# per round: what a running workload sees of a resize (docs/resize.md).
+ROUNDS = ("echo '== done'\n"
+          "exec vgpu-burn --alloc 16g --chunk 64m --rounds 100000 --interval 0.5 --json\n")
+
+
+def kubectl_vgpu(ctx, *args):
+    """`kubectl vgpu ...` as a user runs it: kubectl finds the plugin on PATH."""
+    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
+    return subprocess.run(["kubectl", "vgpu", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def rounds(name):
+    return [json.loads(line) for line in kube.pod_log(name, NS).splitlines()
+            if line.startswith("{")]
+
+
+def wait_round(name, after, memory, what):
+    """A round past the first `after` in which the process could take
+    `memory` (within a 64 MiB chunk) and its device showed that much."""
+    def seen():
+        for r in rounds(name)[after:]:
+            if (memory - 64 * MIB < r["allocated_bytes"] <= memory and
+                    r["device_total"] == memory):
+                return r
+        return None
+    return kube.wait_for(what, seen, 60, state=lambda: kube.pod_summary(name, NS) + "\nrounds:\n" +
+                         "\n".join("%d MiB of %d MiB" % (r["allocated_bytes"] // MIB,
+                                                         r["device_total"] // MIB)
+                                    for r in rounds(name)[-5:]))
+
+
+def started(name):
+    st = kube.get("pod", name, NS)["status"]["containerStatuses"][0]
+    return st["restartCount"], st["state"].get("running", {}).get("startedAt")
+
+
+def resize_events(name, reason):
+    return [e["message"] for e in kube.events(name, NS) if e.get("reason") == reason]
+
+
+@case("resize-live")
+def resize_live(ctx):
+    """kubectl vgpu resize grows a running pod from 2000 MiB / 30 % to
+    3000 MiB / 50 % and then shrinks it to 1000 MiB: the same process, never
+    restarted, allocates to each new limit at its next round; the grant, vgpu
+    status inside, vgpu.io/assigned, inspect, the metrics and an Event agree."""
+    name = "rs-live"
+    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000",
+                        "nvidia.com/gpucores": "30"}, script=ROUNDS)
+    wait_round(name, 0, 2000 * MIB, "a round at the 2000 MiB grant")
+    before = started(name)
+    out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "3000m", "--cores", "50")
+    state = kube.pod_summary(name, NS)
+    check(out.returncode == 0 and "3000 MiB" in out.stdout,
+          "kubectl vgpu resize up: rc %d\n%s%s" % (out.returncode, out.stdout, out.stderr), state)
+    wait_round(name, len(rounds(name)), 3000 * MIB, "the running process at 3000 MiB")
+    status = json.loads(kube.kubectl("exec", "-n", NS, name, "--", "vgpu", "status", "--json")
+                        .strip().splitlines()[-1])
+    dev = status["devices"][0]
+    check(dev["grant_memory"] == 3000 * MIB and dev["grant_cores"] == 50 and
+          dev["sm_limit"] == 50 and dev["mem_limit"] == 3000 * MIB,
+          "vgpu status inside does not show the new grant: %s" % dev, state)
+    gpu = assigned_gpus(name)[0]
+    check(gpu["memory"] == 3000 * MIB and gpu["cores"] == 50,
+          "vgpu.io/assigned was not updated: %s" % gpu, state)
+    check(inspect_pod_memory(ctx, name) == 3000 * MIB, "inspect does not show 3000 MiB", state)
+    kube.wait_for("the limit metric at 3000 MiB", lambda: any(
+        metric_value(x) == 3000 * MIB for x in metric_lines(
+            ctx, "vgpu_container_memory_limit_bytes", pod=name)), 30,
+        state=lambda: metric_lines(ctx, "vgpu_container_memory_limit_bytes", pod=name))
+    check(any("3000 MiB" in m for m in resize_events(name, "Resized")),
+          "no Resized event", kube.pod_summary(name, NS))
+    # Down: the process frees its memory between rounds, so the node finds it
+    # below 1000 MiB unless it asks in the millisecond of a round's peak.
+    for _ in range(3):
+        out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "1000m")
+        if out.returncode == 0 or "in use" not in out.stderr:
+            break
+    check(out.returncode == 0, "kubectl vgpu resize down: rc %d\n%s%s" % (
+        out.returncode, out.stdout, out.stderr), kube.pod_summary(name, NS))
+    wait_round(name, len(rounds(name)), 1000 * MIB, "the running process at 1000 MiB")
+    check(started(name) == before, "the container restarted: %s then %s" % (before, started(name)))
+    labels = kube.get("pod", name, NS)["metadata"].get("labels", {})
+    check("vgpu.io/resize" not in labels, "the request was not closed: %s" % labels)
+    delete_pods(ctx)
+
+
+@case("resize-refused")
+def resize_refused(ctx):
+    """A resize past the GPU is refused by vgpu-scheduler and one below what
+    the container holds by the node agent: each time kubectl vgpu resize
+    exits 1 with the reason, the pod's Events carry it, and the grant and
+    vgpu.io/assigned stay as they were."""
+    name = "rs-hold"
+    script = "echo '== done'\nexec vgpu-burn --alloc 1500m --chunk 64m --hold 900\n"
+    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "2000"}, script=script)
+    kube.wait_log(name, NS, "allocated 1572864000 bytes")
+    state = kube.pod_summary(name, NS)
+    out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "9000m")
+    check(out.returncode == 1 and "refused" in out.stderr and "does not fit" in out.stderr,
+          "growing past the GPU: rc %d\n%s%s" % (out.returncode, out.stdout, out.stderr), state)
+    out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "1000m")
+    check(out.returncode == 1 and "refused" in out.stderr and "in use" in out.stderr,
+          "shrinking below what it holds: rc %d\n%s%s" % (out.returncode, out.stdout,
+                                                          out.stderr), state)
+    msgs = resize_events(name, "ResizeRefused")
+    check(any("does not fit" in m for m in msgs) and any("in use" in m for m in msgs),
+          "the refusals are not in the pod's events: %s" % msgs, kube.pod_summary(name, NS))
+    check(assigned_gpus(name)[0]["memory"] == 2000 * MIB, "vgpu.io/assigned changed", state)
+    grant = kube.kubectl("exec", "-n", NS, name, "--", "cat", "/usr/local/vgpu/grant/grant")
+    check(re.search(r"^gpu GPU-\S+ memory %d " % (2000 * MIB), grant, re.M),
+          "the grant changed:\n" + grant, state)
+    delete_pods(ctx)
+
+
 # ---------------------------------------------------------------- admission
 
 ORIGINAL = "vgpu.io/original-scheduler-name"
