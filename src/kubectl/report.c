@@ -80,7 +80,7 @@ static json_object *amounts_json(int64_t memory, int cores) {
 
 void kv_report_json(const struct kv_sent *s, const struct vg_resize_status *status, FILE *out) {
   const struct vg_assign_gpu *g = &s->was.gpu[0];
-  json_object *o = amounts_json(vg_resize_memory(&s->req, g), vg_resize_cores(&s->req, g));
+  json_object *o = json_object_new_object();
   json_object_object_add(o, "id", json_object_new_string(s->req.id));
   json_object_object_add(
       o, "phase", status ? json_object_new_string(vg_resize_phase_name(status->phase)) : NULL);
@@ -89,8 +89,12 @@ void kv_report_json(const struct kv_sent *s, const struct vg_resize_status *stat
   json_object_object_add(o, "pod", json_object_new_string(s->pod));
   json_object_object_add(o, "container", json_object_new_string(s->req.container));
   json_object_object_add(o, "node", json_object_new_string(s->node));
+  /* per GPU; the first GPU's where the container's GPUs differ */
+  json_object_object_add(o, "memory", json_object_new_int64(vg_resize_memory(&s->req, g)));
+  json_object_object_add(o, "cores", json_object_new_int(vg_resize_cores(&s->req, g)));
   json_object_object_add(o, "was", amounts_json(g->memory, g->cores));
-  fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+  fprintf(out, "%s\n",
+          json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
   json_object_put(o);
 }
 
