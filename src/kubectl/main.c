@@ -1,0 +1,49 @@
+/*
+ * main.c -- kubectl-vgpu: which verb, and the program's own --help and
+ * --version.
+ *
+ * kubectl finds this program on $PATH by its name and runs it for
+ * `kubectl vgpu ...`, passing the words after "vgpu" unchanged; so argv[1]
+ * is the verb and each verb parses the rest itself.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kubectl_vgpu.h"
+
+static void usage(FILE *to) {
+  fputs(
+      "usage: kubectl vgpu resize POD [-n NAMESPACE] [-c CONTAINER] [--memory SIZE]\n"
+      "                           [--cores PCT] [--timeout SECONDS] [--no-wait]\n"
+      "                           [--kubeconfig FILE] [-o json]\n"
+      "       kubectl vgpu --help | --version\n"
+      "\n"
+      "GPU sharing with vgpu (docs/kubectl-vgpu.md).\n"
+      "\n"
+      "commands:\n"
+      "  resize   change the GPU memory and/or compute share per GPU of a running\n"
+      "           container placed by vgpu-scheduler (kubectl vgpu resize --help)\n"
+      "\n"
+      "Exit status: 0 done, 1 refused or failed, 2 timed out, 64 bad usage.\n",
+      to);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return KV_EXIT_USAGE;
+  }
+  const char *verb = argv[1];
+  if (strcmp(verb, "-h") == 0 || strcmp(verb, "--help") == 0 || strcmp(verb, "help") == 0) {
+    usage(stdout);
+    return KV_EXIT_OK;
+  }
+  if (strcmp(verb, "--version") == 0 || strcmp(verb, "version") == 0) {
+    printf(KV_PROG " %s\n", VG_VERSION);
+    return KV_EXIT_OK;
+  }
+  if (strcmp(verb, "resize") == 0) return kv_resize_main(argc - 1, argv + 1);
+  fprintf(stderr, KV_PROG ": unknown command '%s'\n\n", verb);
+  usage(stderr);
+  return KV_EXIT_USAGE;
+}
