@@ -204,8 +204,10 @@ int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,
   if (label_selector != NULL) {
     char e[800];
     size_t n = strlen(p);
-    snprintf(p + n, sizeof(p) - n, "%slabelSelector=%s", node_name != NULL ? "&" : "?",
-             vg_k8s_escape(label_selector, e, sizeof(e)));
+    /* resourceVersion=0: served from the API server's watch cache, not
+     * etcd -- these lists run every few seconds on every node. */
+    snprintf(p + n, sizeof(p) - n, "%slabelSelector=%s&resourceVersion=0",
+             node_name != NULL ? "&" : "?", vg_k8s_escape(label_selector, e, sizeof(e)));
   }
   json_object *list = NULL;
   int rc = vg_k8s_call(c, "GET", p, NULL, NULL, &list, err);

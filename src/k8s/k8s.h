@@ -128,7 +128,9 @@ int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object
                      size_t rv_len, struct vg_err *err);
 
 /* The same, narrowed by a label selector ("vgpu.io/resize", "a=b,c") when
- * label_selector is not NULL. */
+ * label_selector is not NULL; such a list is served from the API server's
+ * watch cache (resourceVersion=0): cheap, and possibly a moment old, so
+ * writes based on it must carry the object's resourceVersion. */
 int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,
                               const char *label_selector, json_object **out, char *rv,
                               size_t rv_len, struct vg_err *err);

@@ -683,6 +683,7 @@ def resize_live(ctx):
     state = kube.pod_summary(name, NS)
     check(out.returncode == 0 and "3000 MiB" in out.stdout,
           "kubectl vgpu resize up: rc %d\n%s%s" % (out.returncode, out.stdout, out.stderr), state)
+    print("    up:   " + out.stdout.strip(), flush=True)
     wait_round(name, len(rounds(name)), 3000 * MIB, "the running process at 3000 MiB")
     status = json.loads(kube.kubectl("exec", "-n", NS, name, "--", "vgpu", "status", "--json")
                         .strip().splitlines()[-1])
@@ -708,6 +709,7 @@ def resize_live(ctx):
             break
     check(out.returncode == 0, "kubectl vgpu resize down: rc %d\n%s%s" % (
         out.returncode, out.stdout, out.stderr), kube.pod_summary(name, NS))
+    print("    down: " + out.stdout.strip(), flush=True)
     wait_round(name, len(rounds(name)), 1000 * MIB, "the running process at 1000 MiB")
     check(started(name) == before, "the container restarted: %s then %s" % (before, started(name)))
     labels = kube.get("pod", name, NS)["metadata"].get("labels", {})
@@ -729,10 +731,12 @@ def resize_refused(ctx):
     out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "9000m")
     check(out.returncode == 1 and "refused" in out.stderr and "does not fit" in out.stderr,
           "growing past the GPU: rc %d\n%s%s" % (out.returncode, out.stdout, out.stderr), state)
+    print("    " + out.stderr.strip(), flush=True)
     out = kubectl_vgpu(ctx, "resize", name, "-n", NS, "--memory", "1000m")
     check(out.returncode == 1 and "refused" in out.stderr and "in use" in out.stderr,
           "shrinking below what it holds: rc %d\n%s%s" % (out.returncode, out.stdout,
                                                           out.stderr), state)
+    print("    " + out.stderr.strip(), flush=True)
     msgs = resize_events(name, "ResizeRefused")
     check(any("does not fit" in m for m in msgs) and any("in use" in m for m in msgs),
           "the refusals are not in the pod's events: %s" % msgs, kube.pod_summary(name, NS))
