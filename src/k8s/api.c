@@ -233,6 +233,22 @@ int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object
   return vg_k8s_list_pods_selected(c, node_name, NULL, out, rv, rv_len, err);
 }
 
+int vg_k8s_evict_pod(struct vg_k8s_client *c, const char *ns, const char *name,
+                     struct vg_err *err) {
+  char p[1300];
+  pod_path(p, sizeof(p), ns, name, "/eviction");
+  json_object *ev = json_object_new_object(), *meta = json_object_new_object();
+  json_object_object_add(ev, "apiVersion", json_object_new_string("policy/v1"));
+  json_object_object_add(ev, "kind", json_object_new_string("Eviction"));
+  json_object_object_add(meta, "name", json_object_new_string(name));
+  json_object_object_add(meta, "namespace", json_object_new_string(ns));
+  json_object_object_add(ev, "metadata", meta);
+  int rc = vg_k8s_call(c, "POST", p, "application/json",
+                       json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN), NULL, err);
+  json_object_put(ev);
+  return rc;
+}
+
 int vg_k8s_bind_pod(struct vg_k8s_client *c, const char *ns, const char *name, const char *uid,
                     const char *node, json_object *annotations, struct vg_err *err) {
   json_object *b = json_object_new_object();

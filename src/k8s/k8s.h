@@ -149,6 +149,11 @@ int vg_k8s_pod_event(struct vg_k8s_client *c, json_object *pod, const char *type
                      const char *reason, const char *message, const char *component,
                      struct vg_err *err);
 
+/* POST pods/<name>/eviction (policy/v1): the pod is deleted gracefully
+ * unless a PodDisruptionBudget forbids it now (429, VG_K8S_EFAIL with the
+ * API's message). */
+int vg_k8s_evict_pod(struct vg_k8s_client *c, const char *ns, const char *name, struct vg_err *err);
+
 /* POST pods/<name>/binding to node; uid (may be NULL) guards against a
  * re-created pod; annotations (may be NULL) are merged into the pod in the
  * same update. A pod already bound gives VG_K8S_ECONFLICT. */

@@ -182,9 +182,15 @@ static void start_audit(struct vg_agent *a, const struct vg_agent_opts *o) {
         "goes unnoticed");
     return;
   }
-  struct vg_audit_opts ao = {a->plugin->state_dir, o->podresources_socket,
-                             o->audit_tolerance,   a->cfg->context_reserve,
-                             o->audit_grace_s,     o->audit_interval_s * 1000};
+  struct vg_audit_opts ao = {a->plugin->state_dir,
+                             o->podresources_socket,
+                             o->audit_tolerance,
+                             a->cfg->context_reserve,
+                             o->audit_grace_s,
+                             o->audit_interval_s * 1000,
+                             a->k8s,
+                             o->backstop_policy,
+                             NULL};
   struct vg_err err;
   a->audit = vg_audit_new(&ao, &err);
   if (a->audit == NULL || vg_audit_start(a->audit, &err) != 0) {

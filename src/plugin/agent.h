@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "backstop.h"
 #include "devices.h"
 #include "plugin.h"
 
@@ -30,6 +31,7 @@ struct vg_agent_opts {
   unsigned audit_interval_s;       /* the memory audit (audit.h): 0 turns it off */
   uint64_t audit_tolerance;        /* bytes a GPU may hold beyond what regions account for */
   unsigned audit_grace_s;          /* a slot younger than this is never called unenforced */
+  enum vg_backstop_policy backstop_policy; /* a container over its grant: report or evict */
 };
 
 struct vg_agent;

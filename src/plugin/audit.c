@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "audit_rules.h"
+#include "backstop.h"
 #include "config.h"
 #include "device_id.h"
 #include "devices.h"
@@ -27,6 +28,7 @@ typedef char slot_name[17];
 struct listed {
   slot_name slot;
   char who[600]; /* namespace/pod/container, for the log */
+  char ns[256], pod[256], ctr[64];
   char gpus[VG_MAX_DEVICES][VG_UUID_LEN];
   unsigned ngpus;
   bool has_region, joined;
@@ -50,7 +52,8 @@ struct vg_audit {
   uint64_t tolerance, context_allowance;
   unsigned grace_s, interval_ms;
   struct vg_ticker *ticker;
-  bool last_failed; /* the thread's own */
+  bool last_failed;             /* the thread's own */
+  struct vg_backstop *backstop; /* per container against its grant */
 
   pthread_mutex_t lock; /* everything below */
   struct gpu_state gpus[VG_MAX_GPUS];
@@ -74,6 +77,9 @@ static int on_listed(const struct vg_pod_devices *d, void *arg) {
   memset(c, 0, sizeof(*c));
   memcpy(c->slot, slot, sizeof(slot));
   snprintf(c->who, sizeof(c->who), "%s/%s/%s", d->ns, d->pod, d->container);
+  snprintf(c->ns, sizeof(c->ns), "%s", d->ns);
+  snprintf(c->pod, sizeof(c->pod), "%s", d->pod);
+  snprintf(c->ctr, sizeof(c->ctr), "%s", d->container);
   for (size_t i = 0; i < d->n_ids; i++) {
     size_t len;
     uint64_t n;
@@ -191,6 +197,22 @@ static void judge_containers(struct vg_audit *a, const struct pass *p) {
   a->unenforced = now, a->nunenforced = nnow;
 }
 
+/* Each container with a region, once, against its grant (backstop.h). */
+static void run_backstop(struct vg_audit *a, const struct vg_gpu_usage *u, unsigned nu,
+                         const struct pass *p) {
+  struct vg_backstop_ctr *c = calloc(p->n ? p->n : 1, sizeof(*c));
+  if (c == NULL) return;
+  size_t n = 0;
+  for (size_t i = 0; i < p->n; i++) {
+    if (!p->v[i].has_region) continue;
+    memcpy(c[n].slot, p->v[i].slot, sizeof(c[n].slot));
+    c[n].ns = p->v[i].ns, c[n].pod = p->v[i].pod, c[n].container = p->v[i].ctr;
+    n++;
+  }
+  vg_backstop_pass(a->backstop, u, nu, c, n);
+  free(c);
+}
+
 int vg_audit_run_once(struct vg_audit *a, struct vg_err *err) {
   struct vg_gpu_usage u[VG_MAX_GPUS];
   unsigned nu = 0;
@@ -230,6 +252,7 @@ int vg_audit_run_once(struct vg_audit *a, struct vg_err *err) {
   judge_containers(a, &p);
   a->stats.passes++;
   pthread_mutex_unlock(&a->lock);
+  run_backstop(a, u, nu, &p);
   free(p.v);
   return 0;
 }
@@ -263,6 +286,13 @@ struct vg_audit *vg_audit_new(const struct vg_audit_opts *o, struct vg_err *err)
                : VG_PODRESOURCES_SOCKET);
   a->tolerance = o->tolerance, a->context_allowance = o->context_allowance;
   a->grace_s = o->grace_s, a->interval_ms = o->interval_ms;
+  struct vg_backstop_opts bo = {a->slots_dir, o->proc_root, o->k8s,
+                                o->policy,    o->tolerance, o->context_allowance};
+  a->backstop = vg_backstop_new(&bo, err);
+  if (a->backstop == NULL) {
+    free(a);
+    return NULL;
+  }
   pthread_mutex_init(&a->lock, NULL);
   return a;
 }
@@ -275,6 +305,7 @@ int vg_audit_start(struct vg_audit *a, struct vg_err *err) {
 void vg_audit_stop(struct vg_audit *a) {
   if (a == NULL) return;
   vg_ticker_stop(a->ticker);
+  vg_backstop_free(a->backstop);
   free(a->unenforced);
   pthread_mutex_destroy(&a->lock);
   free(a);
@@ -298,6 +329,10 @@ bool vg_audit_slot_unenforced(struct vg_audit *a, const char *slot) {
   bool yes = in(a->unenforced, a->nunenforced, slot);
   pthread_mutex_unlock(&a->lock);
   return yes;
+}
+
+struct vg_backstop *vg_audit_backstop(struct vg_audit *a) {
+  return a->backstop;
 }
 
 void vg_audit_get_stats(struct vg_audit *a, struct vg_audit_stats *st) {

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backstop.h"
 #include "err.h"
 #include "region.h"
 
@@ -32,6 +33,10 @@ struct vg_audit_opts {
   uint64_t context_allowance;      /* bytes per live process for its CUDA context */
   unsigned grace_s;                /* a slot this young is never called unenforced */
   unsigned interval_ms;            /* between passes; > 0 */
+  /* The backstop (backstop.h), judged in the same passes: */
+  struct vg_k8s_client *k8s;      /* for its Events and evictions; NULL: log only */
+  enum vg_backstop_policy policy; /* report (default) or evict */
+  const char *proc_root;          /* NULL: /proc */
 };
 
 /* Copies o. NULL with err on bad options. */
@@ -62,5 +67,7 @@ struct vg_audit_stats {
   uint64_t errors;     /* passes that could not read NVML or PodResources */
 };
 void vg_audit_get_stats(struct vg_audit *a, struct vg_audit_stats *st);
+/* The backstop the passes run (for the metrics). */
+struct vg_backstop *vg_audit_backstop(struct vg_audit *a);
 
 #endif

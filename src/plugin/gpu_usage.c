@@ -16,6 +16,7 @@ static struct {
   __typeof__(nvmlDeviceGetUUID) *uuid;
   __typeof__(nvmlDeviceGetMemoryInfo) *memory;
   __typeof__(nvmlDeviceGetUtilizationRates) *utilization;
+  __typeof__(nvmlDeviceGetComputeRunningProcesses_v3) *procs; /* _v3, else _v2; may be NULL */
 } g_nvml = {.once = PTHREAD_ONCE_INIT};
 
 static void load(void) {
@@ -30,6 +31,9 @@ static void load(void) {
   g_nvml.uuid = (__typeof__(g_nvml.uuid))dlsym(lib, "nvmlDeviceGetUUID");
   g_nvml.memory = (__typeof__(g_nvml.memory))dlsym(lib, "nvmlDeviceGetMemoryInfo");
   g_nvml.utilization = (__typeof__(g_nvml.utilization))dlsym(lib, "nvmlDeviceGetUtilizationRates");
+  g_nvml.procs = (__typeof__(g_nvml.procs))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (g_nvml.procs == NULL) /* drivers before 510: the same layout under _v2 */
+    g_nvml.procs = (__typeof__(g_nvml.procs))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
   nvmlReturn_t rc = NVML_SUCCESS;
   if (init == NULL || g_nvml.count == NULL || g_nvml.handle == NULL || g_nvml.uuid == NULL ||
       g_nvml.memory == NULL) {
@@ -71,6 +75,36 @@ int vg_gpu_usage_read(struct vg_gpu_usage *out, unsigned max, unsigned *count, c
                          ? (int)util.gpu
                          : -1;
     (*count)++;
+  }
+  return 0;
+}
+
+int vg_gpu_processes(unsigned index, struct vg_gpu_proc *out, unsigned max, unsigned *count,
+                     char *err, size_t err_len) {
+  *count = 0;
+  pthread_once(&g_nvml.once, load);
+  if (g_nvml.count == NULL || g_nvml.procs == NULL) {
+    snprintf(err, err_len, "%s",
+             g_nvml.count == NULL ? g_nvml.error
+                                  : "libnvidia-ml.so.1 lists no processes (no "
+                                    "nvmlDeviceGetComputeRunningProcesses_v3 or _v2)");
+    return -1;
+  }
+  nvmlDevice_t dev;
+  nvmlProcessInfo_t info[VG_GPU_PROCS_MAX];
+  unsigned n = VG_GPU_PROCS_MAX;
+  nvmlReturn_t rc = g_nvml.handle(index, &dev);
+  if (rc == NVML_SUCCESS) rc = g_nvml.procs(dev, &n, info);
+  if (rc != NVML_SUCCESS) {
+    snprintf(err, err_len, "listing the processes of GPU %u failed (NVML error %d)", index,
+             (int)rc);
+    return -1;
+  }
+  for (unsigned i = 0; i < n && i < max; i++) {
+    /* NOT_AVAILABLE (all ones) where the driver may not say (some MIG and
+     * Windows modes): no amount, and no judgement made on it. */
+    bool known = info[i].usedGpuMemory != ~0ULL;
+    out[(*count)++] = (struct vg_gpu_proc){info[i].pid, known ? info[i].usedGpuMemory : 0, known};
   }
   return 0;
 }

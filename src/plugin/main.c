@@ -43,6 +43,7 @@ static void usage(FILE *f) {
       "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
       "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
       "                          [--audit-interval SECONDS] [--unaccounted-tolerance SIZE]\n"
+      "                          [--backstop-policy report|evict]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
       "       vgpu-device-plugin --version\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
@@ -73,7 +74,12 @@ static void usage(FILE *f) {
       "                    region accounts for: a container running without libvgpu (default\n"
       "                    30; 0 turns the audit off; docs/device-plugin.md)\n"
       "  --unaccounted-tolerance SIZE  memory a GPU may hold beyond what is accounted for\n"
-      "                    before the audit reports it (default 256m)\n"
+      "                    before the audit reports it, and a container beyond its grant\n"
+      "                    (default 256m)\n"
+      "  --backstop-policy report|evict  what the audit does when NVML shows a container's\n"
+      "                    processes holding more than its grant (a process without\n"
+      "                    libvgpu): report (default: log, Event GPUMemoryOverGrant, metric)\n"
+      "                    or also evict the pod through the Eviction API\n"
       "  --resource NAME   overrides the vgpu dialect's resourceName\n"
       "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
       "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
@@ -119,6 +125,7 @@ int main(int argc, char **argv) {
                                            {"slot-grace", required_argument, NULL, 'G'},
                                            {"audit-interval", required_argument, NULL, 'A'},
                                            {"unaccounted-tolerance", required_argument, NULL, 'T'},
+                                           {"backstop-policy", required_argument, NULL, 'B'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
@@ -190,6 +197,14 @@ int main(int argc, char **argv) {
         struct vg_err e;
         if (vg_parse_size(optarg, &agent_opts.audit_tolerance, &e) != 0) {
           fprintf(stderr, "vgpu-device-plugin: --unaccounted-tolerance: %s\n", e.msg);
+          return 2;
+        }
+        break;
+      }
+      case 'B': {
+        struct vg_err e;
+        if (vg_backstop_policy_parse(optarg, &agent_opts.backstop_policy, &e) != 0) {
+          fprintf(stderr, "vgpu-device-plugin: --backstop-policy: %s\n", e.msg);
           return 2;
         }
         break;

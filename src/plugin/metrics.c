@@ -281,6 +281,34 @@ static void ctr_labels(const struct scrape *s, const struct ctr *c, const struct
              esc(d->uuid, uuid, sizeof(uuid)));
 }
 
+/* What NVML says each container's processes hold per GPU, and whether that
+ * is over the grant (backstop.h): series only where the last audit pass saw
+ * a process of the container on the GPU. */
+static void print_backstop(FILE *f, const struct scrape *s) {
+  struct vg_backstop *b = vg_audit_backstop(s->src->audit);
+  char labels[4000];
+  static const char *const name[] = {"vgpu_container_gpu_memory_nvml_bytes",
+                                     "vgpu_container_over_grant"};
+  static const char *const help[] = {
+      "Memory NVML says the container's processes hold on the GPU, CUDA contexts included, "
+      "whether or not they run under libvgpu (the backstop's last pass).",
+      "1 when that is more than the container's grant allows: a process is using the GPU "
+      "without libvgpu (the Event GPUMemoryOverGrant names it)."};
+  for (int k = 0; k < 2; k++) {
+    family(f, name[k], "gauge", help[k]);
+    for (size_t i = 0; i < s->nctrs; i++)
+      for (int d = 0; d < s->ctrs[i].ndev; d++) {
+        uint64_t nvml;
+        bool over;
+        const struct ctr_dev *cd = &s->ctrs[i].dev[d];
+        if (!vg_backstop_reading(b, s->ctrs[i].slot, cd->uuid, &nvml, &over)) continue;
+        ctr_labels(s, &s->ctrs[i], cd, labels, sizeof(labels));
+        fprintf(f, "%s{%s} %llu\n", name[k], labels,
+                (unsigned long long)(k == 0 ? nvml : (uint64_t)over));
+      }
+  }
+}
+
 static void print_containers(FILE *f, const struct scrape *s) {
   static const struct {
     const char *name, *help;
@@ -325,6 +353,7 @@ static void print_containers(FILE *f, const struct scrape *s) {
       fprintf(f, "vgpu_container_unenforced{%s} %d\n", labels,
               vg_audit_slot_unenforced(s->src->audit, s->ctrs[i].slot) ? 1 : 0);
     }
+    print_backstop(f, s);
   }
   family(f, "vgpu_container_limits_pending", "gauge",
          "1 while the container's limits wait for the binder (libvgpu holds its GPU calls).");
@@ -380,6 +409,13 @@ static void print_agent(FILE *f, const struct scrape *s) {
             a.detections);
     counter(f, "vgpu_audit_errors_total",
             "Memory audit passes that could not read NVML or PodResources.", l, a.errors);
+    struct vg_backstop_stats bs;
+    vg_backstop_get_stats(vg_audit_backstop(s->src->audit), &bs);
+    counter(f, "vgpu_backstop_detections_total",
+            "Times a container's processes were found holding more GPU memory than its grant.", l,
+            bs.detections);
+    counter(f, "vgpu_backstop_evictions_total", "Pods evicted for it (--backstop-policy evict).", l,
+            bs.evictions);
   }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;

@@ -23,6 +23,7 @@ Test-only endpoints (same token):
   POST /_test/close_watches    -> every open watch stream ends now
   POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
   GET /_test/events            -> {"items": [the core/v1 Events POSTed]}
+pods/<name>/eviction (policy/v1 Eviction) deletes the pod at once (no PDBs).
 Pod lists also take labelSelector (key, !key, key=value, key!=value).
 
 Usage: fake_apiserver.py [--token T] [--bookmark-interval S]
@@ -221,6 +222,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.object_op(method, "Pod", (p[1], p[3]))
         if len(p) == 3 and p[0] == "namespaces" and p[2] == "events" and method == "POST":
             return self.create_event(p[1])
+        if (len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "eviction" and
+                method == "POST"):
+            return self.evict(p[1], p[3])
         if len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "binding":
             if method == "POST":
                 return self.binding(p[1], p[3])
@@ -310,6 +314,23 @@ class Handler(BaseHTTPRequestHandler):
                 pod["metadata"].setdefault("annotations", {}).update(meta["annotations"])
             st.bump(pod)
             st.record("MODIFIED", "Pod", pod)
+        return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                    "code": 201, "metadata": {}})
+
+    def evict(self, ns, name):
+        """POST pods/<name>/eviction (policy/v1): no PodDisruptionBudgets
+        here, so the pod is deleted at once (a DELETED event)."""
+        st = self.server.store
+        ev = self.body()
+        if (ev is ValueError or not isinstance(ev, dict) or ev.get("kind") != "Eviction" or
+                (ev.get("metadata") or {}).get("name") != name):
+            return self.fail(400, "BadRequest", "body is not an Eviction of pod %s" % name)
+        with st.lock:
+            pod = st.pods.pop((ns, name), None)
+            if pod is None:
+                return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+            st.bump(pod)
+            st.record("DELETED", "Pod", pod)
         return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                     "code": 201, "metadata": {}})
 

@@ -372,6 +372,113 @@ static void test_unaccounted_memory(void **state) {
   assert_int_equal(sample(m, "vgpu_unaccounted_memory_detections_total", NULL), 1);
 }
 
+/* vgpu-burn holding `size` on GPU uuid WITHOUT libvgpu, in a mount namespace
+ * of its own where the slot directory is mounted at /usr/local/vgpu, as the
+ * kubelet mounts it in the container: a process of that container that
+ * bypassed the preload. -1 when this machine cannot make the namespace. */
+static pid_t burn_in_slot(struct setup *s, const char *uuid, const char *slot, const char *size) {
+  if (system("/usr/bin/unshare -m --propagation private true 2>/dev/null") != 0) return -1;
+  vg_env_set(&s->env, "NVIDIA_VISIBLE_DEVICES", uuid);
+  vg_env_set(&s->env, "VG_SLOT", slot);
+  vg_env_set(&s->env, "VG_BURN", vg_build_path("bin/vgpu-burn"));
+  vg_env_set(&s->env, "VG_SIZE", size);
+  char *argv[] = {"/usr/bin/unshare",
+                  "-m",
+                  "--propagation",
+                  "private",
+                  "sh",
+                  "-c",
+                  "mount -t tmpfs vgpu-test /usr/local && mkdir /usr/local/vgpu && "
+                  "mount --bind \"$VG_SLOT\" /usr/local/vgpu && "
+                  "exec \"$VG_BURN\" --alloc \"$VG_SIZE\" --chunk 64m --hold 60",
+                  NULL};
+  pid_t pid = vg_spawn(&s->env, argv);
+  vg_env_unset(&s->env, "NVIDIA_VISIBLE_DEVICES");
+  return pid;
+}
+
+/* The value of family's first series with label, or -1 when none. */
+static double maybe_sample(const char *body, const char *family, const char *label) {
+  char head[200];
+  snprintf(head, sizeof(head), "\n%s{", family);
+  for (const char *p = strstr(body, head); p != NULL; p = strstr(p + 1, head)) {
+    const char *end = strchr(p + 1, '\n');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char line[2048];
+    snprintf(line, sizeof(line), "%.*s", (int)n, p + 1);
+    if (strstr(line, label) != NULL) return atof(strrchr(line, ' ') + 1);
+  }
+  return -1;
+}
+
+/* A metric's value once it reaches want, within seconds (-1 when absent). */
+static double wait_sample(int port, const char *family, const char *label, double want,
+                          double seconds) {
+  double v = -1;
+  for (int i = 0; i < (int)(seconds * 10); i++) {
+    v = maybe_sample(scrape(port), family, label);
+    if (v >= want) break;
+    usleep(100000);
+  }
+  return v;
+}
+
+/* The node-side backstop: a process of pod c (1000 MiB granted) running
+ * without libvgpu takes 3 GiB; the audit attributes it to c by its slot
+ * mount, shows NVML's figure and over_grant 1, counts one detection, logs
+ * it and records a Warning Event GPUMemoryOverGrant on the pod; pod d on the
+ * other GPU, within its grant under the same conditions, is not flagged.
+ * With --backstop-policy evict the pod is evicted. */
+static void test_backstop(void **state) {
+  struct setup *s = *state;
+  const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", "--backstop-policy",
+                        "evict",     NULL};
+  memcpy(s->extra_args, args, sizeof(args));
+  char kubeconfig[500], u0[128], u1[128];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  two_uuids(s->fk.line, u0, u1, sizeof(u0));
+  int port = metrics_port(s);
+  static char c[1 << 16], d[1 << 16];
+  assign(s, "c", u1, 1000 * MIB, 0, c, sizeof(c));
+  assign(s, "d", u0, 4000 * MIB, 0, d, sizeof(d));
+  char cdir[600], ddir[600], grant[700];
+  slot_dir(c, cdir, sizeof(cdir));
+  slot_dir(d, ddir, sizeof(ddir));
+  snprintf(grant, sizeof(grant), "%s/grant/grant", cdir);
+  for (int i = 0; i < 100 && access(grant, F_OK) != 0; i++) usleep(100000); /* the binder */
+  pid_t over = burn_in_slot(s, u1, cdir, "3g");
+  if (over < 0) skip();
+  pid_t within = burn_in_slot(s, u0, ddir, "2g");
+  assert_int_equal(wait_sample(port, "vgpu_container_over_grant", "pod=\"c\"", 1, 10), 1);
+  const char *m = scrape(port);
+  promtool_accepts(s, m);
+  assert_true(sample(m, "vgpu_container_gpu_memory_nvml_bytes", "pod=\"c\"", NULL) >= 3072 * MIB);
+  assert_int_equal(
+      wait_sample(port, "vgpu_container_gpu_memory_nvml_bytes", "pod=\"d\"", 2048 * MIB, 5),
+      2048 * MIB);
+  assert_int_equal(sample(scrape(port), "vgpu_container_over_grant", "pod=\"d\"", NULL), 0);
+  assert_true(wait_log(s, "backstop: pod default/c container c: its processes hold", 5));
+  static char events[1 << 16];
+  assert_int_equal(api(s, "GET", "/_test/events", NULL, events, sizeof(events)), 200);
+  assert_non_null(strstr(events, "\"GPUMemoryOverGrant\""));
+  assert_non_null(strstr(events, "above its grant of 1000 MiB"));
+  /* Evicted (the fake deletes it), once: the episode is reported once. */
+  static char pod[1 << 16];
+  for (int i = 0;
+       i < 50 && api(s, "GET", "/api/v1/namespaces/default/pods/c", NULL, pod, sizeof(pod)) == 200;
+       i++)
+    usleep(100000);
+  assert_int_equal(api(s, "GET", "/api/v1/namespaces/default/pods/c", NULL, pod, sizeof(pod)), 404);
+  usleep(2500000); /* two more passes: no second report */
+  m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_backstop_detections_total", NULL), 1);
+  assert_int_equal(sample(m, "vgpu_backstop_evictions_total", NULL), 1);
+  kill(over, SIGTERM);
+  kill(within, SIGTERM);
+  vg_wait(over);
+  vg_wait(within);
+}
+
 static void test_bad_metrics_address(void **state) {
   struct setup *s = *state;
   static const char *const bad[][2] = {{"nonsense", "not ADDR:PORT"},
@@ -399,6 +506,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gone_pod_slot_removed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unaccounted_memory, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backstop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
