@@ -39,4 +39,16 @@ nvmlReturn_t nv_ready(void);
  * device's state and its physical index. */
 nvmlReturn_t nv_device(nvmlDevice_t device, struct vg_sim_device **dev, unsigned *index);
 
+/* A process as a slot records it: its pid in its own PID namespace ns
+ * (0: unknown). */
+struct nv_pid {
+  unsigned pid;
+  uint64_t ns;
+};
+/* Rewrites each pid into the caller's PID namespace, as the real driver
+ * reports pids (nvml_pids.c); rows it translates get the caller's ns, rows
+ * of processes the caller cannot see keep their pid. Scans /proc: call it
+ * without the state lock. */
+void nv_pids_to_caller(struct nv_pid *ids, unsigned n);
+
 #endif

@@ -7,7 +7,7 @@
  * context there; its usedGpuMemory is its bytes including context memory.
  * Every query first reaps dead processes, so a SIGKILLed process disappears
  * and its memory comes back, as with the real driver. The pids are those of
- * the processes' own PID namespaces.
+ * the caller's PID namespace, as the real driver reports them (nvml_pids.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +16,10 @@
 
 #define VALUE_NOT_AVAILABLE 0xFFFFFFFFu
 
-struct proc_row {
-  unsigned pid;
-  unsigned long long used;
+/* The processes of one listing: ids translated after the lock is dropped. */
+struct listing {
+  struct nv_pid id[VG_SIM_MAX_PROCS];
+  unsigned long long used[VG_SIM_MAX_PROCS];
 };
 
 static void memory_locked(struct vg_sim_device *d, unsigned long long *total,
@@ -56,56 +57,61 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
   return NVML_SUCCESS;
 }
 
-/* Live processes on device index; returns how many (up to max rows). */
-static unsigned collect(unsigned index, struct proc_row *rows, unsigned max) {
+/* Live processes on device index; returns how many. */
+static unsigned collect(unsigned index, struct listing *l) {
   unsigned n = 0;
   vg_sim_lock(&g_nv.sim);
   vg_sim_reap_locked(&g_nv.sim);
-  for (unsigned s = 0; s < g_nv.sim.st->slots_hwm && s < VG_SIM_MAX_PROCS && n < max; s++) {
+  for (unsigned s = 0; s < g_nv.sim.st->slots_hwm && s < VG_SIM_MAX_PROCS; s++) {
     const struct vg_sim_slot *slot = &g_nv.sim.st->slot[s];
     if (!slot->in_use || (slot->used[index] == 0 && slot->contexts[index] == 0)) continue;
-    rows[n++] = (struct proc_row){(unsigned)slot->pid, slot->used[index]};
+    l->id[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns};
+    l->used[n++] = slot->used[index];
   }
   vg_sim_unlock(&g_nv.sim);
   return n;
 }
 
-/* The shared part of the three listing calls: fills rows, or says why not. */
-static nvmlReturn_t list(nvmlDevice_t device, unsigned *count, bool have_infos,
-                         struct proc_row *rows, unsigned *n) {
+/* The shared part of the three listing calls: fills l, or says why not. */
+static nvmlReturn_t list(nvmlDevice_t device, unsigned *count, bool have_infos, struct listing *l,
+                         unsigned *n) {
   struct vg_sim_device *d;
   unsigned index;
   nvmlReturn_t rc = nv_device(device, &d, &index);
   if (rc != NVML_SUCCESS) return rc;
   if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  *n = collect(index, rows, VG_SIM_MAX_PROCS);
+  *n = collect(index, l);
   bool fits = *n == 0 || (have_infos && *count >= *n);
   *count = *n;
   return fits ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
-/* Runs list() with a scratch table and hands the rows to fill(). */
+/* Runs list() with a scratch table, translates the pids of the rows it
+ * will hand out and gives them to fill(). */
 static nvmlReturn_t list_into(nvmlDevice_t device, unsigned *count, void *infos,
-                              void (*fill)(void *infos, const struct proc_row *rows, unsigned n)) {
-  struct proc_row *rows = malloc(VG_SIM_MAX_PROCS * sizeof(*rows));
-  if (rows == NULL) return NVML_ERROR_UNKNOWN;
+                              void (*fill)(void *infos, const struct listing *l, unsigned n)) {
+  struct listing *l = malloc(sizeof(*l));
+  if (l == NULL) return NVML_ERROR_UNKNOWN;
   unsigned n = 0;
-  nvmlReturn_t rc = list(device, count, infos != NULL, rows, &n);
-  if (rc == NVML_SUCCESS) fill(infos, rows, n);
-  free(rows);
+  nvmlReturn_t rc = list(device, count, infos != NULL, l, &n);
+  if (rc == NVML_SUCCESS) {
+    nv_pids_to_caller(l->id, n);
+    fill(infos, l, n);
+  }
+  free(l);
   return rc;
 }
 
-static void fill_v1(void *infos, const struct proc_row *rows, unsigned n) {
+static void fill_v1(void *infos, const struct listing *l, unsigned n) {
   nvmlProcessInfo_v1_t *out = infos;
-  for (unsigned i = 0; i < n; i++) out[i] = (nvmlProcessInfo_v1_t){rows[i].pid, rows[i].used};
+  for (unsigned i = 0; i < n; i++) out[i] = (nvmlProcessInfo_v1_t){l->id[i].pid, l->used[i]};
 }
 
-static void fill_v3(void *infos, const struct proc_row *rows, unsigned n) {
+static void fill_v3(void *infos, const struct listing *l, unsigned n) {
   nvmlProcessInfo_t *out = infos;
   for (unsigned i = 0; i < n; i++)
     out[i] =
-        (nvmlProcessInfo_t){rows[i].pid, rows[i].used, VALUE_NOT_AVAILABLE, VALUE_NOT_AVAILABLE};
+        (nvmlProcessInfo_t){l->id[i].pid, l->used[i], VALUE_NOT_AVAILABLE, VALUE_NOT_AVAILABLE};
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *count,

@@ -8,8 +8,9 @@
  *    kernels after lastSeenTimeStamp (CPU time in microseconds, as NVML's
  *    timestamps), with smUtil = that process's share of the window from
  *    lastSeenTimeStamp (at most one second back) to now. No such process:
- *    NVML_ERROR_NOT_FOUND.
+ *    NVML_ERROR_NOT_FOUND. Pids are the caller's namespace's (nvml_pids.c).
  */
+#include <stdlib.h>
 #include <time.h>
 
 #include "nvml_internal.h"
@@ -54,9 +55,11 @@ static uint64_t to_real_us(const struct window *w, uint64_t mono) {
 }
 
 /* Samples for the live processes active in w; returns how many (all of
- * them, even past max, so the caller can size its buffer). */
+ * them, even past max, so the caller can size its buffer). ids[i] gets the
+ * slot's pid and namespace of out[i], for translation after the lock. */
 static unsigned sample_locked(const struct vg_sim_device *d, const struct window *w,
-                              nvmlProcessUtilizationSample_t *out, unsigned max) {
+                              nvmlProcessUtilizationSample_t *out, struct nv_pid *ids,
+                              unsigned max) {
   unsigned n = 0;
   for (unsigned s = 0; s < g_nv.sim.st->slots_hwm && s < VG_SIM_MAX_PROCS; s++) {
     const struct vg_sim_slot *slot = &g_nv.sim.st->slot[s];
@@ -67,10 +70,34 @@ static unsigned sample_locked(const struct vg_sim_device *d, const struct window
       uint64_t last = vg_sim_last_activity_locked(d, s, slot->gen, w->to);
       out[n] = (nvmlProcessUtilizationSample_t){
           (unsigned)slot->pid, to_real_us(w, last), percent(busy, w->to - w->from), 0, 0, 0};
+      ids[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns};
     }
     n++;
   }
   return n;
+}
+
+/* Samples into out (up to *count; NULL: only count them) with the pids
+ * translated once the lock is dropped. */
+static nvmlReturn_t sample(const struct vg_sim_device *d, const struct window *w,
+                           nvmlProcessUtilizationSample_t *out, unsigned *count) {
+  unsigned max = out == NULL ? 0 : *count;
+  if (max > VG_SIM_MAX_PROCS) max = VG_SIM_MAX_PROCS; /* one sample per slot at most */
+  struct nv_pid *ids = max == 0 ? NULL : malloc(max * sizeof(*ids));
+  if (max > 0 && ids == NULL) return NVML_ERROR_UNKNOWN;
+  vg_sim_lock(&g_nv.sim);
+  vg_sim_reap_locked(&g_nv.sim);
+  unsigned n = sample_locked(d, w, out, ids, max);
+  vg_sim_unlock(&g_nv.sim);
+  bool fits = out != NULL && *count >= n;
+  if (fits) {
+    nv_pids_to_caller(ids, n);
+    for (unsigned i = 0; i < n; i++) out[i].pid = ids[i].pid;
+  }
+  free(ids);
+  if (n == 0) return NVML_ERROR_NOT_FOUND;
+  *count = n;
+  return fits ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
@@ -88,12 +115,5 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
   if (back_ns > WINDOW_NS || lastSeenTimeStamp == 0) back_ns = WINDOW_NS;
   w.from = w.to - back_ns;
   if (back_ns == 0) return NVML_ERROR_NOT_FOUND;
-  vg_sim_lock(&g_nv.sim);
-  vg_sim_reap_locked(&g_nv.sim);
-  unsigned n = sample_locked(d, &w, utilization, *processSamplesCount);
-  vg_sim_unlock(&g_nv.sim);
-  if (n == 0) return NVML_ERROR_NOT_FOUND;
-  bool fits = utilization != NULL && *processSamplesCount >= n;
-  *processSamplesCount = n;
-  return fits ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+  return sample(d, &w, utilization, processSamplesCount);
 }
