@@ -48,8 +48,12 @@ int vg_backstop_policy_parse(const char *text, enum vg_backstop_policy *p, struc
 bool vg_backstop_over(uint64_t nvml, unsigned procs, uint64_t grant, uint64_t context_allowance,
                       uint64_t tolerance) {
   if (grant == 0) return false; /* the whole GPU */
-  uint64_t allowed = grant + tolerance, ctx = (uint64_t)procs * context_allowance;
-  allowed = allowed + ctx < allowed ? UINT64_MAX : allowed + ctx;
+  /* Saturating: a grant or allowance near 2^64 must not wrap into "over". */
+  uint64_t ctx = context_allowance != 0 && procs > UINT64_MAX / context_allowance
+                     ? UINT64_MAX
+                     : (uint64_t)procs * context_allowance;
+  uint64_t allowed = grant > UINT64_MAX - tolerance ? UINT64_MAX : grant + tolerance;
+  allowed = allowed > UINT64_MAX - ctx ? UINT64_MAX : allowed + ctx;
   return nvml > allowed;
 }
 

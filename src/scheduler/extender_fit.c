@@ -383,6 +383,10 @@ static bool resize_gpu_fits(const struct node_view *v, const struct gpu_view *g,
   bool grows = mem > was->memory || cores > was->cores;
   if (grows && !g->healthy) {
     snprintf(why, len, "GPU %s is unhealthy: nothing more is placed on it", g->uuid);
+  } else if (mem > r->memory - others_mem && others == 0) {
+    snprintf(why, len, "GPU %s: %s does not fit in the %s its slices may use", g->uuid,
+             vg_format_size((uint64_t)mem, c, sizeof(c)),
+             vg_format_size((uint64_t)r->memory, b, sizeof(b)));
   } else if (mem > r->memory - others_mem) {
     snprintf(why, len,
              "GPU %s: %d other slice(s) hold %s of the %s its slices may use; %s does not fit",

@@ -43,7 +43,8 @@ nvmlReturn_t nv_device(nvmlDevice_t device, struct vg_sim_device **dev, unsigned
  * (0: unknown). */
 struct nv_pid {
   unsigned pid;
-  uint64_t ns;
+  uint64_t ns;      /* its PID namespace's inode */
+  uint64_t started; /* its start time in clock ticks since boot; 0 unknown */
 };
 /* Rewrites each pid into the caller's PID namespace, as the real driver
  * reports pids (nvml_pids.c); rows it translates get the caller's ns, rows

@@ -65,7 +65,7 @@ static unsigned collect(unsigned index, struct listing *l) {
   for (unsigned s = 0; s < g_nv.sim.st->slots_hwm && s < VG_SIM_MAX_PROCS; s++) {
     const struct vg_sim_slot *slot = &g_nv.sim.st->slot[s];
     if (!slot->in_use || (slot->used[index] == 0 && slot->contexts[index] == 0)) continue;
-    l->id[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns};
+    l->id[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns, slot->started};
     l->used[n++] = slot->used[index];
   }
   vg_sim_unlock(&g_nv.sim);

@@ -9,7 +9,11 @@
  * owner's PID namespace, so a slot of another namespace is translated here:
  * the caller's /proc lists the process under the pid the caller knows, and
  * the last field of its /proc/P/status "NSpid:" line is its pid in its own,
- * innermost namespace, the one the slot recorded.
+ * innermost namespace, the one the slot recorded, and its start time
+ * (/proc/P/stat) tells it from a process of another container that has the
+ * same pid there. Both files are readable without ptrace rights, which a
+ * node agent running with every capability dropped does not have over the
+ * tenants' processes (their /proc/P/ns/pid is refused to it).
  *
  * A process the caller cannot see (a sibling namespace: another container,
  * or /proc refused) keeps the pid of its own namespace, as the simulator
@@ -92,21 +96,20 @@ static bool foreign(const struct nv_pid *id, uint64_t self) {
   return id->ns != 0 && id->ns != self;
 }
 
-/* Gives the rows that are process p (here; inner in its own
- * namespace) the pid p; returns how many. The namespace is checked only on
- * a pid match: its stat is the costlier test, and may be refused. */
+/* Gives the rows that are process p (here; inner in its own namespace)
+ * the pid p; returns how many. The start time is read only on a pid match. */
 static unsigned match(struct nv_pid *ids, unsigned n, uint64_t self, long p, long inner) {
-  uint64_t ns = 0;
+  uint64_t started = 0;
   unsigned hits = 0;
   for (unsigned i = 0; i < n; i++) {
     if (!foreign(&ids[i], self) || ids[i].pid != (unsigned)inner) continue;
-    if (ns == 0) {
+    if (started == 0) {
       char path[64];
-      snprintf(path, sizeof(path), "/proc/%ld/ns/pid", p);
-      if ((ns = ns_inode(path)) == 0) return hits;
+      snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+      if ((started = vg_sim_start_ticks(path)) == 0) return hits;
     }
-    if (ids[i].ns != ns) continue;
-    ids[i] = (struct nv_pid){(unsigned)p, self};
+    if (ids[i].started != started) continue;
+    ids[i] = (struct nv_pid){(unsigned)p, self, started};
     hits++;
   }
   return hits;

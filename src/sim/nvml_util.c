@@ -70,7 +70,7 @@ static unsigned sample_locked(const struct vg_sim_device *d, const struct window
       uint64_t last = vg_sim_last_activity_locked(d, s, slot->gen, w->to);
       out[n] = (nvmlProcessUtilizationSample_t){
           (unsigned)slot->pid, to_real_us(w, last), percent(busy, w->to - w->from), 0, 0, 0};
-      ids[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns};
+      ids[n] = (struct nv_pid){(unsigned)slot->pid, slot->pidns, slot->started};
     }
     n++;
   }

@@ -12,7 +12,9 @@
  * For the same reason the state file is never closed once attached: closing
  * any descriptor of a file drops all of the process's record locks on it.
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +47,21 @@ static bool config_equal(const struct vg_sim_config *a, const struct vg_sim_conf
   for (unsigned i = 0; i < a->devices; i++)
     if (a->memory[i] != b->memory[i]) return false;
   return true;
+}
+
+uint64_t vg_sim_start_ticks(const char *stat_path) {
+  char buf[1024];
+  int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  /* "pid (comm) state ...": comm may hold spaces and ')', so fields are
+   * counted after the last ')'; starttime is field 22, the 20th after it. */
+  const char *p = strrchr(buf, ')');
+  for (int field = 2; p != NULL && field < 22; field++) p = strchr(p + 1, ' ');
+  return p != NULL ? (uint64_t)strtoull(p + 1, NULL, 10) : 0;
 }
 
 static uint64_t own_pidns(void) {
@@ -110,6 +127,7 @@ static int claim_slot(struct vg_sim *sim, struct vg_err *err) {
     if (sim->st->slots_hwm < s + 1) sim->st->slots_hwm = s + 1;
     slot->pid = (int32_t)sim->pid;
     slot->pidns = sim->pidns;
+    slot->started = sim->started;
     sim->slot = s;
     sim->gen = slot->gen;
     vg_sim_unlock(sim);
@@ -137,6 +155,7 @@ int vg_sim_attach(struct vg_sim *sim, bool claim, struct vg_err *err) {
   sim->st = sim->shm.base;
   sim->pid = getpid();
   sim->pidns = own_pidns();
+  sim->started = vg_sim_start_ticks("/proc/self/stat");
   if (!sim->shm.created && !config_equal(&cfg, &sim->st->config))
     vg_info(
         "simulator state %s already exists; its configuration wins over VGPU_SIM_* "

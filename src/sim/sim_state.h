@@ -33,7 +33,7 @@
 #include "shmfile.h"
 
 #define VG_SIM_MAGIC 0x4d495356u /* "VSIM" little-endian */
-#define VG_SIM_VERSION_MAJOR 1
+#define VG_SIM_VERSION_MAJOR 2
 #define VG_SIM_VERSION_MINOR 0
 #define VG_SIM_MAX_DEVICES 16
 #define VG_SIM_MAX_PROCS 1024
@@ -92,7 +92,8 @@ struct vg_sim_slot {
   uint32_t gen; /* bumped at every claim: tells reused slots apart */
   int32_t pid;
   uint32_t pad;
-  uint64_t pidns; /* inode of the owner's PID namespace */
+  uint64_t pidns;   /* inode of the owner's PID namespace */
+  uint64_t started; /* the owner's start time (/proc/self/stat field 22, clock ticks) */
   uint64_t used[VG_SIM_MAX_DEVICES];
   uint64_t busy_ns[VG_SIM_MAX_DEVICES];
   uint32_t contexts[VG_SIM_MAX_DEVICES];
@@ -116,7 +117,13 @@ struct vg_sim {
   uint32_t gen;
   pid_t pid;
   uint64_t pidns;
+  uint64_t started;
 };
+
+/* Field 22 (starttime) of a /proc/<pid>/stat file; 0 when unreadable. The
+ * same in every PID namespace, and readable without ptrace rights: with the
+ * pid in its own namespace, it names a process from another namespace. */
+uint64_t vg_sim_start_ticks(const char *stat_path);
 
 /* --- configuration (sim_config.c) --- */
 

@@ -101,9 +101,9 @@ def rules_of(role):
 def check_rbac(objs):
     dp = rules_of(objs[("ClusterRole", "vgpu-device-plugin")])
     check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch", "patch"},
-                 "events": {"create"}},
+                 "events": {"create"}, "pods/eviction": {"create"}},
           "device plugin ClusterRole is exactly get/patch nodes, get/list/watch/patch pods, "
-          "create events: %s" % dp)
+          "create events and pods/eviction: %s" % dp)
     ext = rules_of(objs[("ClusterRole", "vgpu-scheduler-extender")])
     check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch", "patch"},
                   "pods/binding": {"create"}, "events": {"create"}},
@@ -174,6 +174,8 @@ def check_daemonset(objs, overlay, config_file):
     pod = ds["spec"]["template"]["spec"]
     pod_meta = ds["spec"]["template"]["metadata"]
     check(pod["serviceAccountName"] == "vgpu-device-plugin", "DaemonSet service account")
+    check(pod.get("hostPID") is True,
+          "DaemonSet in the host's PID namespace (the backstop maps NVML's PIDs to containers)")
     hp = host_paths(pod)
     for path in ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources",
                  "/var/lib/vgpu", "/usr/local/vgpu"):

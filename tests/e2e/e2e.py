@@ -747,6 +747,41 @@ def resize_refused(ctx):
     delete_pods(ctx)
 
 
+# ---------------------------------------------------------------- the backstop
+
+@case("backstop-unpreloaded")
+def backstop_unpreloaded(ctx):
+    """A process started through a loader that skips /etc/ld.so.preload runs
+    without libvgpu and takes 3 GiB in a 1000 MiB pod (libvgpu cannot stop
+    it); the node agent's backstop attributes NVML's memory to the container
+    by its slot mount, sets vgpu_container_over_grant and records a Warning
+    Event GPUMemoryOverGrant on the pod; with the default policy (report)
+    the pod keeps running."""
+    name = "bypass"
+    script = ("echo '== done'\n"
+              "exec ld-nopreload.so /opt/vgpu/bin/vgpu-burn --alloc 3g --chunk 64m --hold 900\n")
+    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, script=script)
+    kube.wait_log(name, NS, "allocated 3221225472 bytes")  # nothing limited it
+
+    def state():
+        return kube.pod_summary(name, NS) + "\n" + "\n".join(
+            metric_lines(ctx, "vgpu_container_gpu_memory_nvml_bytes", pod=name))
+    events = kube.wait_for("a GPUMemoryOverGrant event", lambda: [
+        e["message"] for e in kube.events(name, NS) if e.get("reason") == "GPUMemoryOverGrant"],
+        60, state=state)
+    print("    " + events[0], flush=True)
+    check("above its grant of 1000 MiB" in events[0] and "container main" in events[0],
+          "the event does not say what is over: %s" % events[0], state())
+    over = metric_lines(ctx, "vgpu_container_over_grant", pod=name)
+    check(over and metric_value(over[0]) == 1, "vgpu_container_over_grant is not 1: %s" % over,
+          state())
+    nvml = metric_lines(ctx, "vgpu_container_gpu_memory_nvml_bytes", pod=name)
+    check(nvml and metric_value(nvml[0]) >= 3072 * MIB, "NVML's figure is not shown: %s" % nvml,
+          state())
+    check(kube.pod_phase(name, NS) == "Running", "policy report evicted the pod", state())
+    delete_pods(ctx)
+
+
 # ---------------------------------------------------------------- admission
 
 ORIGINAL = "vgpu.io/original-scheduler-name"

@@ -33,7 +33,25 @@ preflight() {
 }
 
 workload_files() {
-  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim"
+  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim" "$(nopreload_loader)"
+}
+
+# This machine's dynamic loader with /etc/ld.so.preload renamed: what a tenant
+# who wants to run without libvgpu can bring in its image (e2e case
+# backstop-unpreloaded); the workload image carries it as ld-nopreload.so.
+nopreload_loader() {
+  local out=$BUILD/e2e/ld-nopreload.so
+  mkdir -p "$BUILD/e2e"
+  python3 - /lib64/ld-linux-x86-64.so.2 "$out" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+old, new = b"/etc/ld.so.preload", b"/tmp/no.so.preload"
+if data.count(old) != 1:
+    sys.exit("%s names /etc/ld.so.preload %d times" % (sys.argv[1], data.count(old)))
+open(sys.argv[2], "wb").write(data.replace(old, new))
+EOF
+  chmod 0755 "$out"
+  echo "$out"
 }
 
 # The runc wrapper containerd runs, with this build's paths filled in.
