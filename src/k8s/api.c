@@ -233,19 +233,29 @@ int vg_k8s_list_pods(struct vg_k8s_client *c, const char *node_name, json_object
   return vg_k8s_list_pods_selected(c, node_name, NULL, out, rv, rv_len, err);
 }
 
-int vg_k8s_evict_pod(struct vg_k8s_client *c, const char *ns, const char *name,
-                     struct vg_err *err) {
-  char p[1300];
-  pod_path(p, sizeof(p), ns, name, "/eviction");
+static int post_eviction(struct vg_k8s_client *c, const char *path, const char *ns,
+                         const char *name, const char *version, struct vg_err *err) {
   json_object *ev = json_object_new_object(), *meta = json_object_new_object();
-  json_object_object_add(ev, "apiVersion", json_object_new_string("policy/v1"));
+  json_object_object_add(ev, "apiVersion", json_object_new_string(version));
   json_object_object_add(ev, "kind", json_object_new_string("Eviction"));
   json_object_object_add(meta, "name", json_object_new_string(name));
   json_object_object_add(meta, "namespace", json_object_new_string(ns));
   json_object_object_add(ev, "metadata", meta);
-  int rc = vg_k8s_call(c, "POST", p, "application/json",
+  int rc = vg_k8s_call(c, "POST", path, "application/json",
                        json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN), NULL, err);
   json_object_put(ev);
+  return rc;
+}
+
+int vg_k8s_evict_pod(struct vg_k8s_client *c, const char *ns, const char *name,
+                     struct vg_err *err) {
+  char p[1300];
+  pod_path(p, sizeof(p), ns, name, "/eviction");
+  int rc = post_eviction(c, p, ns, name, "policy/v1", err);
+  /* policy/v1 came with Kubernetes 1.22; an older API server refuses the
+   * kind (400) and takes the same object as policy/v1beta1. */
+  if (rc == VG_K8S_EFAIL && strstr(err->msg, ": HTTP 400") != NULL)
+    rc = post_eviction(c, p, ns, name, "policy/v1beta1", err);
   return rc;
 }
 

@@ -633,10 +633,14 @@ ROUNDS = ("echo '== done'\n"
 
 
 def kubectl_vgpu(ctx, *args):
-    """`kubectl vgpu ...` as a user runs it: kubectl finds the plugin on PATH."""
+    """`kubectl vgpu ...` as a user runs it: kubectl finds the plugin on PATH.
+    The result has .seconds, how long the command took."""
     env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
-    return subprocess.run(["kubectl", "vgpu", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    start = time.monotonic()
+    out = subprocess.run(["kubectl", "vgpu", *args], env=env, capture_output=True, text=True,
+                         timeout=120)
+    out.seconds = time.monotonic() - start
+    return out
 
 
 def rounds(name):
@@ -683,7 +687,7 @@ def resize_live(ctx):
     state = kube.pod_summary(name, NS)
     check(out.returncode == 0 and "3000 MiB" in out.stdout,
           "kubectl vgpu resize up: rc %d\n%s%s" % (out.returncode, out.stdout, out.stderr), state)
-    print("    up:   " + out.stdout.strip(), flush=True)
+    print("    up:   %s (%.1f s)" % (out.stdout.strip(), out.seconds), flush=True)
     wait_round(name, len(rounds(name)), 3000 * MIB, "the running process at 3000 MiB")
     status = json.loads(kube.kubectl("exec", "-n", NS, name, "--", "vgpu", "status", "--json")
                         .strip().splitlines()[-1])
@@ -709,7 +713,7 @@ def resize_live(ctx):
             break
     check(out.returncode == 0, "kubectl vgpu resize down: rc %d\n%s%s" % (
         out.returncode, out.stdout, out.stderr), kube.pod_summary(name, NS))
-    print("    down: " + out.stdout.strip(), flush=True)
+    print("    down: %s (%.1f s)" % (out.stdout.strip(), out.seconds), flush=True)
     wait_round(name, len(rounds(name)), 1000 * MIB, "the running process at 1000 MiB")
     check(started(name) == before, "the container restarted: %s then %s" % (before, started(name)))
     labels = kube.get("pod", name, NS)["metadata"].get("labels", {})
@@ -749,26 +753,35 @@ def resize_refused(ctx):
 
 # ---------------------------------------------------------------- the backstop
 
+# vgpu-burn through a loader that reads /tmp/no.so.preload instead of
+# /etc/ld.so.preload (tests/e2e/run.sh builds it): libvgpu never loads.
+BYPASS = ("echo '== done'\n"
+          "exec ld-nopreload.so /opt/vgpu/bin/vgpu-burn --alloc 3g --chunk 64m --hold 900\n")
+
+
 @case("backstop-unpreloaded")
 def backstop_unpreloaded(ctx):
     """A process started through a loader that skips /etc/ld.so.preload runs
     without libvgpu and takes 3 GiB in a 1000 MiB pod (libvgpu cannot stop
     it); the node agent's backstop attributes NVML's memory to the container
     by its slot mount, sets vgpu_container_over_grant and records a Warning
-    Event GPUMemoryOverGrant on the pod; with the default policy (report)
-    the pod keeps running."""
+    Event GPUMemoryOverGrant on the pod, which keeps running (policy report,
+    the default). With --backstop-policy=evict patched into the DaemonSet the
+    pod is then evicted through the Eviction API (policy/v1beta1 on 1.20) and
+    the Event says so; the option is removed again afterwards."""
     name = "bypass"
-    script = ("echo '== done'\n"
-              "exec ld-nopreload.so /opt/vgpu/bin/vgpu-burn --alloc 3g --chunk 64m --hold 900\n")
-    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, script=script)
+    run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, script=BYPASS)
     kube.wait_log(name, NS, "allocated 3221225472 bytes")  # nothing limited it
 
     def state():
         return kube.pod_summary(name, NS) + "\n" + "\n".join(
             metric_lines(ctx, "vgpu_container_gpu_memory_nvml_bytes", pod=name))
-    events = kube.wait_for("a GPUMemoryOverGrant event", lambda: [
-        e["message"] for e in kube.events(name, NS) if e.get("reason") == "GPUMemoryOverGrant"],
-        60, state=state)
+
+    def told(words):
+        return [e["message"] for e in kube.events(name, NS)
+                if e.get("reason") == "GPUMemoryOverGrant" and words in e["message"]]
+    events = kube.wait_for("a GPUMemoryOverGrant event", lambda: told("above its grant"), 60,
+                           state=state)
     print("    " + events[0], flush=True)
     check("above its grant of 1000 MiB" in events[0] and "container main" in events[0],
           "the event does not say what is over: %s" % events[0], state())
@@ -779,7 +792,17 @@ def backstop_unpreloaded(ctx):
     check(nvml and metric_value(nvml[0]) >= 3072 * MIB, "NVML's figure is not shown: %s" % nvml,
           state())
     check(kube.pod_phase(name, NS) == "Running", "policy report evicted the pod", state())
-    delete_pods(ctx)
+    ctx.agents.plugin_flag("--backstop-policy=evict", True)
+    try:
+        def evicted():
+            pod = kube.get("pod", name, NS)
+            return pod is None or pod["metadata"].get("deletionTimestamp") is not None
+        kube.wait_for("pod %s evicted" % name, evicted, 60,
+                      state=lambda: state() + "\n" + ctx.agents.tail(install.PLUGIN))
+        check(told("evicting the pod"), "no event says the pod is evicted: %s" % told(""))
+        delete_pods(ctx)
+    finally:
+        ctx.agents.plugin_flag("--backstop-policy=evict", False)
 
 
 # ---------------------------------------------------------------- admission

@@ -230,6 +230,23 @@ class Installation:
         kube.wait_for("the new device plugin's /healthz", self.plugin_healthy, 60,
                       state=lambda: self.tail(PLUGIN))
 
+    def plugin_flag(self, flag, on):
+        """Adds (on) or removes one option of the device plugin's command, as
+        an operator patches the DaemonSet, and waits for the new pod."""
+        ds = json.loads(kube.kubectl("-n", NS, "get", "daemonset", PLUGIN, "-o", "json"))
+        cmd = ds["spec"]["template"]["spec"]["containers"][0]["command"]
+        if (flag in cmd) == on:
+            return
+        path = "/spec/template/spec/containers/0/command/"
+        op = ({"op": "add", "path": path + "-", "value": flag} if on else
+              {"op": "remove", "path": path + str(cmd.index(flag))})
+        kube.kubectl("-n", NS, "patch", "daemonset", PLUGIN, "--type", "json", "-p",
+                     json.dumps([op]))
+        kube.kubectl("-n", NS, "rollout", "status", "daemonset/" + PLUGIN, "--timeout=120s",
+                     timeout=140)
+        kube.wait_for("the device plugin's /healthz", self.plugin_healthy, 60,
+                      state=lambda: self.tail(PLUGIN))
+
     def tail(self, app, lines=30):
         return kube.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=" + app,
                             "--all-containers", "--tail=%d" % lines, check=False)

@@ -23,7 +23,8 @@ Test-only endpoints (same token):
   POST /_test/close_watches    -> every open watch stream ends now
   POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
   GET /_test/events            -> {"items": [the core/v1 Events POSTed]}
-pods/<name>/eviction (policy/v1 Eviction) deletes the pod at once (no PDBs).
+pods/<name>/eviction (an Eviction) deletes the pod at once (no PDBs); the versions it takes
+are $VG_FAKE_EVICTION_VERSIONS (default "policy/v1,policy/v1beta1"; a 1.20 server: v1beta1).
 Pod lists also take labelSelector (key, !key, key=value, key!=value).
 
 Usage: fake_apiserver.py [--token T] [--bookmark-interval S]
@@ -31,6 +32,7 @@ Prints "PORT <n>" on stdout once listening on 127.0.0.1.
 """
 
 import argparse
+import os
 import copy
 import json
 import math
@@ -325,6 +327,10 @@ class Handler(BaseHTTPRequestHandler):
         if (ev is ValueError or not isinstance(ev, dict) or ev.get("kind") != "Eviction" or
                 (ev.get("metadata") or {}).get("name") != name):
             return self.fail(400, "BadRequest", "body is not an Eviction of pod %s" % name)
+        if ev.get("apiVersion") not in self.server.eviction_versions:
+            # What kube-apiserver 1.20 answers policy/v1 (it came with 1.22).
+            return self.fail(400, "BadRequest", 'no kind "Eviction" is registered for version '
+                             '"%s"' % ev.get("apiVersion"))
         with st.lock:
             pod = st.pods.pop((ns, name), None)
             if pod is None:
@@ -567,6 +573,10 @@ def main():
     srv.store = Store()
     srv.token = args.token
     srv.bookmark_interval = args.bookmark_interval
+    # The Eviction versions pods/eviction takes: both since Kubernetes 1.22;
+    # "policy/v1beta1" alone is a 1.20 API server.
+    srv.eviction_versions = os.environ.get("VG_FAKE_EVICTION_VERSIONS",
+                                           "policy/v1,policy/v1beta1").split(",")
     print("PORT %d" % srv.server_address[1], flush=True)
     try:
         srv.serve_forever(poll_interval=0.1)

@@ -434,8 +434,11 @@ static void test_backstop(void **state) {
   const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", "--backstop-policy",
                         "evict",     NULL};
   memcpy(s->extra_args, args, sizeof(args));
+  /* An API server from before policy/v1 (Kubernetes 1.20, as the e2e's). */
+  setenv("VG_FAKE_EVICTION_VERSIONS", "policy/v1beta1", 1); /* the fake inherits it */
   char kubeconfig[500], u0[128], u1[128];
   start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  unsetenv("VG_FAKE_EVICTION_VERSIONS");
   two_uuids(s->fk.line, u0, u1, sizeof(u0));
   int port = metrics_port(s);
   static char c[1 << 16], d[1 << 16];
