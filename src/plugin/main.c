@@ -4,13 +4,16 @@
  * advertised resource (device IDs <GPU-UUID>::<n>) and stays registered with
  * the kubelet (docs/device-plugin.md, docs/allocation.md).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -106,6 +109,34 @@ static int seconds(const char *arg, const char *option, long max, unsigned *out)
   }
   *out = (unsigned)v;
   return 0;
+}
+
+/* <stateDir>/device-plugin.pid: how an operator signals this process
+ * (SIGUSR1, SIGHUP; docs/device-plugin.md). In the DaemonSet it shares the
+ * host's PID namespace (the backstop needs it), so PID 1 there is not us. */
+static void pid_file_path(const char *state_dir, char *path, size_t len) {
+  snprintf(path, len, "%s/device-plugin.pid", state_dir);
+}
+
+static void write_pid_file(const char *state_dir) {
+  char path[PATH_MAX], tmp[PATH_MAX + 8];
+  pid_file_path(state_dir, path, sizeof(path));
+  snprintf(tmp, sizeof(tmp), "%s.new", path);
+  (void)mkdir(state_dir, 0755); /* Allocate would make it later; EEXIST is fine */
+  FILE *f = fopen(tmp, "w");
+  bool ok = f != NULL;
+  if (ok) {
+    ok = fprintf(f, "%d\n", (int)getpid()) > 0;
+    ok = fclose(f) == 0 && ok;
+  }
+  if (!ok || rename(tmp, path) != 0)
+    vg_info("cannot write %s (%s): signal the plugin by its PID instead", path, strerror(errno));
+}
+
+static void remove_pid_file(const char *state_dir) {
+  char path[PATH_MAX];
+  pid_file_path(state_dir, path, sizeof(path));
+  unlink(path);
 }
 
 int main(int argc, char **argv) {
@@ -297,11 +328,13 @@ int main(int argc, char **argv) {
     close(sigfd);
     return 2;
   }
+  write_pid_file(plugin.state_dir);
   struct vg_reg_opts ro = {.plugin_dir = plugin_dir,
                            .kubelet_socket = kubelet_socket,
                            .gpus_found = vg_agent_gpus_found_fn,
                            .gpus_found_arg = agent};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
+  remove_pid_file(plugin.state_dir);
   vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);
   vg_plugin_config_free(&cfg);

@@ -216,10 +216,12 @@ class Installation:
                                                                     METRICS_PORT))
 
     def signal_plugin(self, sig):
-        """The signal to the plugin (PID 1 of its container)."""
+        """The signal to the plugin, as docs/device-plugin.md tells operators:
+        by its PID file (the pod shares the host's PID namespace, so PID 1
+        there is the host's init)."""
         pod = self.plugin_pod()
         kube.kubectl("-n", NS, "exec", pod["metadata"]["name"], "-c", "device-plugin", "--",
-                     "/bin/sh", "-c", "kill -%d 1" % int(sig))
+                     "/bin/sh", "-c", "kill -%d $(cat /var/lib/vgpu/device-plugin.pid)" % int(sig))
 
     def restart_plugin(self):
         """The DaemonSet's pod deleted; the controller makes the next one."""

@@ -439,6 +439,15 @@ static void test_backstop(void **state) {
   char kubeconfig[500], u0[128], u1[128];
   start_node(s, kubeconfig, sizeof(kubeconfig), "4");
   unsetenv("VG_FAKE_EVICTION_VERSIONS");
+  /* How an operator signals it (docs/device-plugin.md): its PID file. */
+  char pidfile[500];
+  snprintf(pidfile, sizeof(pidfile), "%s/device-plugin.pid", s->state_dir);
+  FILE *pf = fopen(pidfile, "r");
+  int written = 0;
+  assert_non_null(pf);
+  assert_int_equal(fscanf(pf, "%d", &written), 1);
+  fclose(pf);
+  assert_int_equal(written, s->plugin);
   two_uuids(s->fk.line, u0, u1, sizeof(u0));
   int port = metrics_port(s);
   static char c[1 << 16], d[1 << 16];
