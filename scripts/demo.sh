@@ -35,8 +35,9 @@ cat "$work/first.out"
 check "allocated bytes" "$(sed -n 's/^allocated \([0-9]*\) bytes.*/\1/p' "$work/first.out")" $((200 * MiB))
 check "stopped by out-of-memory" "$(sed -n 's/.*out of memory: \([a-z]*\).*/\1/p' "$work/first.out")" yes
 
-say "2. vgpu status: the container's usage and limit"
-"$vgpu" status
+say "2. vgpu status: the container's usage and limit (--sim: utilisation from the simulated NVML)"
+"$vgpu" status --sim | tee "$work/status.out"
+if grep -q 'n/a' "$work/status.out"; then echo "demo: FAILED: vgpu status shows n/a" >&2; exit 1; fi
 
 say "3. export CUDA_DEVICE_MEMORY_LIMIT_0=300m and run again -- no new cache file"
 CUDA_DEVICE_MEMORY_LIMIT_0=300m "$vgpu" run --sim -- "$burn" --alloc 1g --chunk 10m --json \
@@ -44,8 +45,8 @@ CUDA_DEVICE_MEMORY_LIMIT_0=300m "$vgpu" run --sim -- "$burn" --alloc 1g --chunk 
 grep -v '^{' "$work/second.out" || true
 check "extra bytes while the first still holds 200 MiB" "$(json "$work/second.out" allocated_bytes)" $((100 * MiB))
 check "stopped by out-of-memory" "$(json "$work/second.out" oom)" true
-"$vgpu" status
-check "region limit now" "$("$vgpu" status --json | sed -n 's/.*"mem_limit":\([0-9]*\).*/\1/p')" $((300 * MiB))
+"$vgpu" status --sim
+check "region limit now" "$("$vgpu" status --sim --json | sed -n 's/.*"mem_limit":\([0-9]*\).*/\1/p')" $((300 * MiB))
 
 say "4. inside the container, the GPU looks like its slice"
 "$vgpu" run --sim -- "$vgpu" smi
