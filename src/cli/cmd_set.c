@@ -107,6 +107,11 @@ int vg_cmd_set(int argc, char **argv) {
     fprintf(stderr, "vgpu set: --memory %s: %s\n", o.memory, err.msg);
     return 2;
   }
+  if (o.memory && vg_size_is_decimal(o.memory)) {
+    char note[320];
+    fprintf(stderr, "vgpu set: note: %s\n",
+            vg_size_decimal_note("--memory", o.memory, bytes, note, sizeof(note)));
+  }
   if (o.cores && vg_parse_percent(o.cores, &pct, &err) != 0) {
     fprintf(stderr, "vgpu set: --cores %s: %s\n", o.cores, err.msg);
     return 2;

@@ -49,6 +49,26 @@ static size_t read_digits(const char *p, uint64_t *value, int *overflow) {
   return n;
 }
 
+int vg_size_is_decimal(const char *text) {
+  size_t n = text ? strlen(text) : 0;
+  if (n < 3 || (text[n - 1] != 'b' && text[n - 1] != 'B')) return 0;
+  const struct unit *u = find_unit(text + n - 2);
+  return u != NULL && u->multiplier % 1000 == 0 && text[n - 3] >= '0' && text[n - 3] <= '9';
+}
+
+char *vg_size_decimal_note(const char *name, const char *text, uint64_t bytes, char *buf,
+                           size_t len) {
+  char shown[32];
+  int n = (int)strlen(text) - 2; /* the number, without its unit */
+  snprintf(buf, len,
+           "%s%s%s means %llu bytes = %s (KB, MB, GB and TB are decimal units); for binary units "
+           "write %.*s%c or %.*s%ci",
+           name ? name : "", name ? "=" : "", text, (unsigned long long)bytes,
+           vg_format_size(bytes, shown, sizeof(shown)), n, text, text[n] | 0x20, n, text,
+           text[n] & ~0x20);
+  return buf;
+}
+
 int vg_parse_size(const char *text, uint64_t *bytes, struct vg_err *err) {
   if (text == NULL || *text == '\0') return vg_err_set(err, "empty value is not a size");
   uint64_t whole = 0, frac = 0;

@@ -21,6 +21,16 @@
  * (the message quotes the value but not a variable name: callers add it). */
 int vg_parse_size(const char *text, uint64_t *bytes, struct vg_err *err);
 
+/* Does text end in a decimal unit (KB, MB, GB, TB, any case)? Such a limit
+ * is powers of ten -- "300Mb" is 286.1 MiB -- which a user who meant MiB
+ * should be told (vg_size_decimal_note). */
+int vg_size_is_decimal(const char *text);
+/* "NAME=300Mb means 300000000 bytes = 286.1 MiB (KB, MB, GB and TB are
+ * decimal units); for binary units write 300m or 300Mi" into buf (name may
+ * be NULL); returns buf. */
+char *vg_size_decimal_note(const char *name, const char *text, uint64_t bytes, char *buf,
+                           size_t len);
+
 /* Parses a whole-number percentage 0..100. */
 int vg_parse_percent(const char *text, unsigned *percent, struct vg_err *err);
 

@@ -42,6 +42,11 @@ static int apply_mem(struct vg_config *cfg, const char *entry, int index, const 
   if (index == -2) return name_error(entry, err);
   if (vg_parse_size(value, &bytes, &why) != 0)
     return vg_err_set(err, "%.*s=%s: %s", (int)strcspn(entry, "="), entry, value, why.msg);
+  if (cfg->note[0] == '\0' && vg_size_is_decimal(value)) {
+    char name[96];
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(entry, "="), entry);
+    vg_size_decimal_note(name, value, bytes, cfg->note, sizeof(cfg->note));
+  }
   if (index == -1) {
     *global_set = true;
     *global = bytes;

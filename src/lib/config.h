@@ -31,6 +31,7 @@ struct vg_config {
   bool sm_policy_set;
   unsigned sm_policy; /* VG_SM_POLICY_* */
   char region_path[PATH_MAX];
+  char note[320]; /* a limit given in decimal units (300Mb), said once at start; "" if none */
 };
 
 /* Reads the configuration from envp (NULL-terminated "NAME=VALUE" list). */

@@ -91,6 +91,7 @@ static void init_locked(void) {
     vg_error("%s; refusing GPU work rather than running without the intended limit", err.msg);
     return;
   }
+  if (vg_state.cfg.note[0] != '\0') vg_warn("%s", vg_state.cfg.note);
   vg_state.granted = vg_grant_dir(vg_state.grant_dir, sizeof(vg_state.grant_dir));
   if (vg_state.granted) use_granted_region();
   open_region();

@@ -41,6 +41,21 @@ static void test_defaults(void **s) {
   assert_string_equal(cfg.region_path, VG_DEFAULT_REGION_PATH);
 }
 
+/* A limit in decimal units is kept (powers of ten), and noted once. */
+static void test_decimal_limit_noted(void **s) {
+  (void)s;
+  char *env[] = {"CUDA_DEVICE_MEMORY_LIMIT_0=300Mb", "CUDA_DEVICE_MEMORY_LIMIT_1=1GB", NULL};
+  struct vg_config cfg;
+  struct vg_err err;
+  assert_int_equal(vg_config_load(&cfg, env, &err), 0);
+  assert_int_equal(cfg.mem_limit[0], 300000000ULL);
+  assert_int_equal(cfg.mem_limit[1], 1000000000ULL);
+  assert_non_null(strstr(cfg.note, "CUDA_DEVICE_MEMORY_LIMIT_0=300Mb means 300000000 bytes"));
+  char *binary[] = {"CUDA_DEVICE_MEMORY_LIMIT=300m", NULL};
+  assert_int_equal(vg_config_load(&cfg, binary, &err), 0);
+  assert_string_equal(cfg.note, "");
+}
+
 static void bad(char *entry, const char *reason) {
   char *env[] = {entry, NULL};
   struct vg_config cfg;
@@ -81,9 +96,8 @@ static void test_managed_switch(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_precedence),
-      cmocka_unit_test(test_defaults),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_precedence),          cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_decimal_limit_noted), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_managed_switch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,12 +95,29 @@ static void test_format(void **s) {
   assert_string_equal(vg_format_size(0, buf, sizeof(buf)), "0 B");
 }
 
+/* Issue 14: seed 000's prose says "300Mb"; decimal units are powers of ten,
+ * and whoever writes them is told what they get. */
+static void test_decimal_note(void **state) {
+  (void)state;
+  assert_true(vg_size_is_decimal("300Mb"));
+  assert_true(vg_size_is_decimal("1.5GB"));
+  assert_true(vg_size_is_decimal("7kb"));
+  assert_false(vg_size_is_decimal("300m"));
+  assert_false(vg_size_is_decimal("300Mi"));
+  assert_false(vg_size_is_decimal("300"));
+  assert_false(vg_size_is_decimal("MB"));
+  assert_false(vg_size_is_decimal(""));
+  char note[320];
+  assert_string_equal(vg_size_decimal_note("L", "300Mb", 300000000, note, sizeof(note)),
+                      "L=300Mb means 300000000 bytes = 286.1 MiB (KB, MB, GB and TB are decimal "
+                      "units); for binary units write 300m or 300Mi");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_accepts),
-      cmocka_unit_test(test_rejects),
-      cmocka_unit_test(test_percent),
-      cmocka_unit_test(test_format),
+      cmocka_unit_test(test_accepts),      cmocka_unit_test(test_rejects),
+      cmocka_unit_test(test_percent),      cmocka_unit_test(test_format),
+      cmocka_unit_test(test_decimal_note),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
