@@ -326,6 +326,18 @@ static void test_validation(void **s) {
                  NULL, "multiple of 5 and at most 100");
   filter_refused("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
   filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
+  /* Seed 004: CCE's memory is a positive integer of 128 MiB units; a 0 is
+   * refused, with or without cores, where other dialects' 0 asks for none. */
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"0\"", NULL,
+                 "container main: volcano.sh/gpu-mem.128Mi is 0; CCE requires a positive integer "
+                 "number of 128 MiB units");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"0\",\"volcano.sh/gpu-core.percentage\":\"50\"",
+                 NULL, "volcano.sh/gpu-mem.128Mi is 0; CCE requires a positive integer");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"-1\"", NULL,
+                 "volcano.sh/gpu-mem.128Mi (units of 128 MiB): quantity '-1' is negative");
+  json_object *res = filter("\"nvidia.com/gpu\":\"0\"", NULL, "\"gs-a\"");
+  assert_true(ext_has_name(res, "gs-a")); /* a 0 of the other dialects asks for no GPU */
+  json_object_put(res);
   /* Quantities: the parser's reason, naming the text. */
   filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1.5k5\"", NULL,
                  "nvidia.com/gpumem (MiB): quantity '1.5k5' has an unknown suffix 'k5'");
