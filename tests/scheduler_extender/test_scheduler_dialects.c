@@ -275,8 +275,22 @@ static void test_cce(void **s) {
   /* Slice cap: cce-b allows 2 per GPU and holds 2. */
   res = filter("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "\"cce-b\"");
   ext_expect_contains(ext_failed_reason(res, "cce-b"),
-                      "a slot of volcano.sh/gpu-mem.128Mi free; 0 have");
+                      "a slot of volcano.sh/gpu-mem.128Mi free; 0 have; GPU-cce-b-0 already holds "
+                      "2 CCE slices, the most one GPU takes (maxVgpus)");
   json_object_put(res);
+  /* CCE's own cap (seed 004: at most 20 virtual GPUs per GPU), taken when
+   * the inventory names none: the reason says 20, not just "0 have". */
+  ext_add_node("cce-20", 1, 16, A100,
+               "[{\"name\":\"volcano.sh/gpu-mem.128Mi\",\"dialect\":\"cce\",\"count\":128,"
+               "\"unit\":134217728}]",
+               0);
+  for (int i = 0; i < 20; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cce-20-%d", i);
+    add_holder(name, "cce-20", CCE_RES, "GPU-cce-20-0", 134217728LL, 0);
+  }
+  expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "cce-20",
+                "GPU-cce-20-0 already holds 20 CCE slices, the most one GPU takes (maxVgpus)");
   /* More than one GPU's memory. */
   expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"200\"", NULL, "cce-a",
                 "asks for 25600 MiB per GPU");
