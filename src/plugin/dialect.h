@@ -30,8 +30,9 @@ struct vg_advertised {
  *                `nvidia.com/gpu` with 1 ID, as NVIDIA's plugin does)
  *   cce:         volcano.sh/gpu-mem.128Mi, floor(memory / 128 MiB) IDs
  * (the kubelet counts the IDs a request takes, so a memory resource needs one ID
- * per unit; CCE's 20-vGPUs-per-GPU cap is max_vgpus_per_gpu, kept by the
- * scheduler and checked at allocation). */
+ * per unit; CCE's 20-vGPUs-per-GPU cap is max_vgpus_per_gpu, published in
+ * the inventory as maxVgpus and kept by the scheduler's fit alone: the IDs
+ * of one container cannot tell how many others share its GPU). */
 int vg_dialect_advertise(const struct vg_plugin_config *cfg, uint64_t gpu_total_mem, unsigned index,
                          struct vg_advertised out[VG_ADVERTISED_MAX]);
 

@@ -140,7 +140,7 @@ static void free_candidates(struct candidates *cs) {
  * prioritize, each fitting node and the pod in the placement core's terms. */
 struct evaluated {
   bool *fits;
-  char (*why)[256];
+  char (*why)[512];     /* room for the longest misfit (a CCE slot cap names a UUID too) */
   enum ext_reason *cls; /* filter: each misfit's class */
   struct vg_node *core; /* prioritize only */
   struct vg_pod *pod;   /* prioritize only */

@@ -181,6 +181,12 @@ static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
 struct tally {
   int advertised, other_dialect, eligible, fit, clash, reserve_short;
   int64_t need_max, cap_max; /* bytes, among eligible GPUs */
+  /* Eligible GPUs at their CCE slice cap (maxVgpus), and the first of them:
+   * "0 have" alone leaves the user hunting for a memory shortage when the
+   * GPU is refused for its slice count. */
+  int full;
+  const struct gpu_view *full_gpu;
+  int full_cap;
 };
 
 static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
@@ -199,6 +205,9 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
     t->fit += fits;
     t->clash += mode_clash(c, g) && !fits;
     t->reserve_short += !fits && gpu_fits(q, c, g, 0) != NULL;
+    if (r->dialect == EXT_CCE && r->slices_used >= r->max_vgpus) {
+      if (t->full++ == 0) t->full_gpu = g, t->full_cap = r->max_vgpus;
+    }
     int64_t need = need_mem(c, g, r), cap = mem_cap(g, r);
     if (need > t->need_max) t->need_max = need;
     if (cap > t->cap_max) t->cap_max = cap;
@@ -235,14 +244,25 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
              "for CUDA contexts",
              c->name, c->count, need, c->cores, c->resource, t.fit, t.reserve_short,
              (long long)(v->reserve / EXT_MIB));
-  else
+  else {
+    char full[192] = "";
+    if (t.full == 1)
+      snprintf(full, sizeof(full),
+               "; %s already holds %d CCE slices, the most one GPU takes (maxVgpus)",
+               t.full_gpu->uuid, t.full_cap);
+    else if (t.full > 1)
+      snprintf(full, sizeof(full),
+               "; %d GPUs already hold the most CCE slices one GPU takes (maxVgpus: %d on %s)",
+               t.full, t.full_cap, t.full_gpu->uuid);
     snprintf(why, len,
              "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
-             "have%s",
+             "have%s%s",
              c->name, c->count, need, c->cores, c->resource, t.fit,
              t.clash ? " (others hold CCE slices of the other isolation mode: memory-only and "
                        "memory+compute do not share a GPU)"
-                     : "");
+                     : "",
+             full);
+  }
 }
 
 /* Places every container of r in turn on work (changed). */

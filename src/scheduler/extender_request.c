@@ -15,9 +15,11 @@
  *
  * Everything is validated here, before any node is looked at: a request that
  * no node could ever satisfy the way it is written (two dialects in one
- * container, CCE cores not a multiple of 5, a fraction of a unit, ...) is a
- * 400 naming the container, the resource and the rule, not a list of
- * "does not fit" reasons on every node.
+ * container, CCE cores not a multiple of 5, a CCE memory of 0, a fraction
+ * of a unit, ...) is refused with one reason naming the container, the
+ * resource and the rule -- every node failed with it (extender.c: an answer
+ * of 200, since kube-scheduler drops the body of any other) -- not a list
+ * of "does not fit" reasons on every node.
  *
  * Pod annotations: GPU type / UUID selection (vgpu.io/use-gputype, ... and
  * HAMi's nvidia.com/ names as aliases) and the per-pod policy overrides
@@ -176,7 +178,18 @@ static int build_count(struct ctr_req *c, const struct seen *s, char *why, size_
 }
 
 static int build_cce(struct ctr_req *c, const struct seen *s, char *why, size_t len) {
-  if (!s->has_cce_mem || s->cce_mem == 0) {
+  /* Seed 004: CCE takes the memory as "a positive integer" of 128 MiB
+   * units. A 0 is not "no GPU" as it is for the other dialects: the pod
+   * still names the resource, so kube-scheduler sends it here, and placing
+   * it nowhere in silence would leave the user guessing. (Negative and
+   * fractional values never get this far: amount() refuses them.) */
+  if (s->has_cce_mem && s->cce_mem == 0) {
+    snprintf(why, len,
+             "container %s: %s is 0; CCE requires a positive integer number of 128 MiB units",
+             c->name, R_CCE_MEM);
+    return -1;
+  }
+  if (!s->has_cce_mem) {
     snprintf(why, len, "container %s: %s needs %s > 0 (CCE: compute only with memory)", c->name,
              R_CCE_CORES, R_CCE_MEM);
     return -1;
@@ -206,7 +219,6 @@ static int build_ctr(struct ctr_req *c, const struct seen *s, char *why, size_t 
     return 1;
   }
   if (s->has_cce_mem || s->has_cce_cores) {
-    if (s->has_cce_mem && s->cce_mem == 0 && !s->has_cce_cores) return 0;
     return build_cce(c, s, why, len) == 0 ? 1 : -1;
   }
   if (!s->count_res && !s->has_mem && !s->has_pct && !s->has_cores) return 0;

@@ -10,10 +10,16 @@
 #include "pod_quantity.h"
 #include "resize.h"
 
+/* CCE's names (seed 004): memory in 128 MiB units, and a
+ * compute share that may only come with memory. */
+#define CCE_MEM "volcano.sh/gpu-mem.128Mi"
+#define CCE_CORES "volcano.sh/gpu-core.percentage"
+
 /* What one container asks for. */
 struct asks {
   const char *container; /* its name ("?" if none) */
   const char *resource;  /* the first managed resource above zero, or NULL */
+  bool cce_cores;        /* a managed CCE_CORES above zero */
   bool malformed;        /* why says what */
 };
 
@@ -50,8 +56,35 @@ static void scan_list(json_object *list, const char *which, const struct vg_wh_r
               which, name, err.msg);
       return;
     }
+    /* A 0 of any other resource asks for none; CCE defines its memory as
+     * a positive integer, and a pod naming it with 0 would otherwise go
+     * to the default scheduler and run without the slice it names. */
+    if (q == 0 && strcmp(name, CCE_MEM) == 0) {
+      a->malformed = true;
+      set_why(d, VG_WH_REFUSE,
+              "container \"%.64s\": resources.%s " CCE_MEM
+              " is 0; CCE requires a positive integer number of 128 MiB units",
+              a->container, which);
+      return;
+    }
+    if (q > 0 && strcmp(name, CCE_CORES) == 0) a->cce_cores = true;
     if (q > 0 && a->resource == NULL) a->resource = name;
   }
+}
+
+/* CCE cannot isolate compute alone (seed 004: the two "cannot be set
+ * separately"); the extender refuses it at filter time, this says it at
+ * creation. The memory is looked for whether or not --resources manages
+ * it: only its absence is wrong. */
+static void refuse_cce_cores_alone(json_object *r, struct asks *a, struct vg_wh_decision *d) {
+  if (!a->cce_cores || vg_json_get(vg_json_get(r, "limits"), CCE_MEM) != NULL ||
+      vg_json_get(vg_json_get(r, "requests"), CCE_MEM) != NULL)
+    return;
+  a->malformed = true;
+  set_why(d, VG_WH_REFUSE,
+          "container \"%.64s\" asks for " CCE_CORES " without " CCE_MEM
+          ": CCE isolates compute only together with memory",
+          a->container);
 }
 
 static struct asks container_asks(json_object *ctr, const struct vg_wh_resources *res,
@@ -66,6 +99,7 @@ static struct asks container_asks(json_object *ctr, const struct vg_wh_resources
   json_object *r = vg_json_get(ctr, "resources");
   scan_list(vg_json_get(r, "limits"), "limits", res, &a, d);
   if (!a.malformed) scan_list(vg_json_get(r, "requests"), "requests", res, &a, d);
+  if (!a.malformed) refuse_cce_cores_alone(r, &a, d);
   return a;
 }
 

@@ -275,8 +275,22 @@ static void test_cce(void **s) {
   /* Slice cap: cce-b allows 2 per GPU and holds 2. */
   res = filter("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "\"cce-b\"");
   ext_expect_contains(ext_failed_reason(res, "cce-b"),
-                      "a slot of volcano.sh/gpu-mem.128Mi free; 0 have");
+                      "a slot of volcano.sh/gpu-mem.128Mi free; 0 have; GPU-cce-b-0 already holds "
+                      "2 CCE slices, the most one GPU takes (maxVgpus)");
   json_object_put(res);
+  /* CCE's own cap (seed 004: at most 20 virtual GPUs per GPU), taken when
+   * the inventory names none: the reason says 20, not just "0 have". */
+  ext_add_node("cce-20", 1, 16, A100,
+               "[{\"name\":\"volcano.sh/gpu-mem.128Mi\",\"dialect\":\"cce\",\"count\":128,"
+               "\"unit\":134217728}]",
+               0);
+  for (int i = 0; i < 20; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "cce-20-%d", i);
+    add_holder(name, "cce-20", CCE_RES, "GPU-cce-20-0", 134217728LL, 0);
+  }
+  expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "cce-20",
+                "GPU-cce-20-0 already holds 20 CCE slices, the most one GPU takes (maxVgpus)");
   /* More than one GPU's memory. */
   expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"200\"", NULL, "cce-a",
                 "asks for 25600 MiB per GPU");
@@ -326,6 +340,18 @@ static void test_validation(void **s) {
                  NULL, "multiple of 5 and at most 100");
   filter_refused("\"volcano.sh/gpu-core.percentage\":\"50\"", NULL, "compute only with memory");
   filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"1.5\"", NULL, "units of 128 MiB");
+  /* Seed 004: CCE's memory is a positive integer of 128 MiB units; a 0 is
+   * refused, with or without cores, where other dialects' 0 asks for none. */
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"0\"", NULL,
+                 "container main: volcano.sh/gpu-mem.128Mi is 0; CCE requires a positive integer "
+                 "number of 128 MiB units");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"0\",\"volcano.sh/gpu-core.percentage\":\"50\"",
+                 NULL, "volcano.sh/gpu-mem.128Mi is 0; CCE requires a positive integer");
+  filter_refused("\"volcano.sh/gpu-mem.128Mi\":\"-1\"", NULL,
+                 "volcano.sh/gpu-mem.128Mi (units of 128 MiB): quantity '-1' is negative");
+  json_object *res = filter("\"nvidia.com/gpu\":\"0\"", NULL, "\"gs-a\"");
+  assert_true(ext_has_name(res, "gs-a")); /* a 0 of the other dialects asks for no GPU */
+  json_object_put(res);
   /* Quantities: the parser's reason, naming the text. */
   filter_refused("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1.5k5\"", NULL,
                  "nvidia.com/gpumem (MiB): quantity '1.5k5' has an unknown suffix 'k5'");

@@ -89,11 +89,20 @@ static const char routed_fresh[] =
     "/metadata/annotations={\"vgpu.io/original-scheduler-name\":\"default-scheduler\"}\n";
 
 /* Every dialect's resource routes, from limits; a pod without annotations
- * gets the map. */
+ * gets the map. CCE's compute share comes with its memory (seed 004), here
+ * in requests so that the share, found first in limits, is what routes. */
 static void test_each_resource_routes(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof(all_resources) / sizeof(all_resources[0]); i++) {
-    json_object *r = review_pod(pod1("limits", all_resources[i], "1", "", "{\"name\":\"p\"}"));
+    char *pod = pod1("limits", all_resources[i], "1", "", "{\"name\":\"p\"}");
+    if (strcmp(all_resources[i], "volcano.sh/gpu-core.percentage") == 0) {
+      free(pod);
+      pod = strdup(
+          "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"main\","
+          "\"resources\":{\"limits\":{\"volcano.sh/gpu-core.percentage\":\"1\"},"
+          "\"requests\":{\"volcano.sh/gpu-mem.128Mi\":\"1\"}}}]}}");
+    }
+    json_object *r = review_pod(pod);
     assert_true(allowed(r));
     assert_patch(r, routed_fresh);
     assert_null(vg_json_get(r, "warnings")); /* default-scheduler: nothing to warn about */
@@ -118,6 +127,34 @@ static void test_zero_does_not_count(void **state) {
       "{\"nvidia.com/gpu\":\"0\"}}},{\"name\":\"b\",\"resources\":{\"requests\":"
       "{\"nvidia.com/gpucores\":30}}}]}}");
   json_object *r = review_pod(pod);
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+}
+
+/* Seed 004: CCE's memory is a positive integer of 128 MiB units, and its
+ * compute share comes only with memory: both refused at creation, where a
+ * 0 of any other resource asks for none (test_zero_does_not_count). */
+static void test_cce_rules(void **state) {
+  (void)state;
+  assert_refused(review_pod(pod1("limits", "volcano.sh/gpu-mem.128Mi", "0", "", "{}")),
+                 "container \"main\": resources.limits volcano.sh/gpu-mem.128Mi is 0",
+                 "CCE requires a positive integer number of 128 MiB units");
+  assert_refused(review_pod(pod1("requests", "volcano.sh/gpu-mem.128Mi", "0k", "", "{}")),
+                 "resources.requests volcano.sh/gpu-mem.128Mi is 0", "positive integer");
+  assert_refused(review_pod(pod1("limits", "volcano.sh/gpu-mem.128Mi", "-1", "", "{}")),
+                 "volcano.sh/gpu-mem.128Mi", "negative");
+  assert_refused(
+      review_pod(strdup("{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+                        "{\"volcano.sh/gpu-core.percentage\":\"25\"}}}]}}")),
+      "container \"c\" asks for volcano.sh/gpu-core.percentage without volcano.sh/gpu-mem.128Mi",
+      "only together with memory");
+  /* memory and compute together, or memory alone, route */
+  json_object *r = review_pod(strdup(
+      "{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"volcano.sh/gpu-mem.128Mi\":\"40\",\"volcano.sh/gpu-core.percentage\":\"25\"}}}]}}"));
+  assert_patch(r, routed_fresh);
+  json_object_put(r);
+  r = review_pod(pod1("limits", "volcano.sh/gpu-mem.128Mi", "40", "", "{}"));
   assert_patch(r, routed_fresh);
   json_object_put(r);
 }
@@ -595,6 +632,7 @@ int main(void) {
       cmocka_unit_test(test_each_resource_routes),
       cmocka_unit_test(test_requests_route_too),
       cmocka_unit_test(test_zero_does_not_count),
+      cmocka_unit_test(test_cce_rules),
       cmocka_unit_test(test_unmanaged_resources_ignored),
       cmocka_unit_test(test_other_scheduler_replaced),
       cmocka_unit_test(test_idempotent),
