@@ -35,6 +35,7 @@ struct ctx {
   struct vg_err *err;
   struct seen_name names[MAX_NAMES];
   size_t n_names;
+  char ignored[VG_CONFIG_WARNINGS_MAX - 128]; /* "flags.x, sharing.mps, ..." */
 };
 
 static const char *const g_dialect_names[VG_DIALECT_COUNT] = {"vgpu", "gpushare", "timeSlicing",
@@ -241,6 +242,32 @@ static int opt_resource(struct ctx *c, yaml_node_t *map, const char *key, const 
   return 0;
 }
 
+/* Names an NVIDIA setting that is valid but has no effect here. It is
+ * collected, not printed: the caller logs the one line at startup. */
+static void ignore_key(struct ctx *c, const char *key) {
+  size_t len = strlen(c->ignored);
+  if (len + strlen(key) + 8 >= sizeof(c->ignored)) {
+    if (len + 5 < sizeof(c->ignored) && strstr(c->ignored, ", ...") == NULL)
+      memcpy(c->ignored + len, ", ...", 6);
+    return;
+  }
+  snprintf(c->ignored + len, sizeof(c->ignored) - len, "%s%s", len > 0 ? ", " : "", key);
+}
+
+/* A mapping of NVIDIA settings none of which has an effect here: its keys
+ * are checked (a typo stays an error) and each is named as ignored. */
+static int ignore_section(struct ctx *c, yaml_node_t *n, const char *what,
+                          const char *const *known) {
+  if (is_null(n)) return 0;
+  if (expect_map(c, n, what) != 0 || check_keys(c, n, what, known) != 0) return -1;
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    char path[128];
+    snprintf(path, sizeof(path), "%s.%s", what, scalar(node_at(c, p->key)));
+    ignore_key(c, path);
+  }
+  return 0;
+}
+
 /* ---- dialects ---------------------------------------------------------- */
 
 static int parse_vgpu(struct ctx *c, yaml_node_t *key, yaml_node_t *n, struct vg_dialect_vgpu *v) {
@@ -381,18 +408,12 @@ static int parse_devices(struct ctx *c, yaml_node_t *n, struct vg_dialect_timesl
 }
 
 static int parse_ts_resource(struct ctx *c, yaml_node_t *n, struct vg_dialect_timeslicing *t) {
-  static const char *const known[] = {"name", "replicas", "devices", NULL};
+  static const char *const known[] = {"name", "replicas", "devices", "rename", NULL};
   const char *what = "sharing.timeSlicing.resources[]";
   if (expect_map(c, n, what) != 0) return -1;
-  if (lookup(c, n, "rename", NULL) != NULL) {
-    yaml_node_t *k = NULL;
-    lookup(c, n, "rename", &k);
-    return FAIL(c, k,
-                "%s.rename is not supported (NVIDIA's plugin ignores it too); use "
-                "renameByDefault to advertise nvidia.com/gpu.shared",
-                what);
-  }
   if (check_keys(c, n, what, known) != 0) return -1;
+  /* NVIDIA's plugin ignores a per-resource rename too; renameByDefault works. */
+  if (lookup(c, n, "rename", NULL) != NULL) ignore_key(c, "sharing.timeSlicing.resources[].rename");
   yaml_node_t *name = lookup(c, n, "name", NULL), *rep = lookup(c, n, "replicas", NULL);
   if (name == NULL) return FAIL(c, n, "%s: 'name' is required", what);
   if (rep == NULL) return FAIL(c, n, "%s: 'replicas' is required", what);
@@ -416,70 +437,139 @@ static int parse_ts_resource(struct ctx *c, yaml_node_t *n, struct vg_dialect_ti
   return 0;
 }
 
+/* flags.migStrategy: none is what vgpu does; NVIDIA's single and mixed only
+ * matter on GPUs in MIG mode, which vgpu does not share, so they are named
+ * as ignored. Any other value NVIDIA refuses too. */
+static int parse_mig_strategy(struct ctx *c, yaml_node_t *x) {
+  const char *s = scalar(x);
+  if (s != NULL && strcmp(s, "none") == 0) return 0;
+  if (s != NULL && (strcmp(s, "single") == 0 || strcmp(s, "mixed") == 0)) {
+    ignore_key(c, "flags.migStrategy");
+    return 0;
+  }
+  return FAIL(c, x, "flags.migStrategy must be none, single or mixed, got '%.60s'",
+              s != NULL ? s : kind_name(x));
+}
+
+/* NVIDIA's command-line flags: none of them changes what vgpu does. */
 static int parse_flags(struct ctx *c, yaml_node_t *n) {
-  static const char *const known[] = {"migStrategy", NULL};
+  static const char *const known[] = {"migStrategy",
+                                      "failOnInitError",
+                                      "mpsRoot",
+                                      "nvidiaDriverRoot",
+                                      "nvidiaDevRoot",
+                                      "gdsEnabled",
+                                      "mofedEnabled",
+                                      "useNodeFeatureAPI",
+                                      "deviceDiscoveryStrategy",
+                                      "plugin",
+                                      "gfd",
+                                      NULL};
+  static const char *const known_plugin[] = {"passDeviceSpecs",
+                                             "deviceListStrategy",
+                                             "deviceIDStrategy",
+                                             "cdiAnnotationPrefix",
+                                             "nvidiaCTKPath",
+                                             "containerDriverRoot",
+                                             NULL};
+  static const char *const known_gfd[] = {"oneshot",    "noTimestamp",     "sleepInterval",
+                                          "outputFile", "machineTypeFile", NULL};
   if (is_null(n)) return 0;
   if (expect_map(c, n, "flags") != 0 || check_keys(c, n, "flags", known) != 0) return -1;
-  yaml_node_t *x = lookup(c, n, "migStrategy", NULL);
-  if (x != NULL && (scalar(x) == NULL || strcmp(scalar(x), "none") != 0))
-    return FAIL(c, x,
-                "flags.migStrategy '%.60s' is not supported (only none: vgpu shares whole "
-                "GPUs, not MIG devices)",
-                scalar(x) != NULL ? scalar(x) : kind_name(x));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = scalar(node_at(c, p->key));
+    yaml_node_t *v = node_at(c, p->value);
+    char path[64];
+    snprintf(path, sizeof(path), "flags.%s", key);
+    int rc = 0;
+    if (strcmp(key, "migStrategy") == 0)
+      rc = parse_mig_strategy(c, v);
+    else if (strcmp(key, "plugin") == 0)
+      rc = ignore_section(c, v, path, known_plugin);
+    else if (strcmp(key, "gfd") == 0)
+      rc = ignore_section(c, v, path, known_gfd);
+    else
+      ignore_key(c, path);
+    if (rc != 0) return -1;
+  }
   return 0;
 }
 
-/* NVIDIA's document: at the top of the file (top = 1, which also allows our
- * node-level keys) or under dialects.timeSlicing. */
-static int parse_timeslicing(struct ctx *c, yaml_node_t *key, yaml_node_t *n, int top,
-                             struct vg_dialect_timeslicing *t) {
-  static const char *const known[] = {"version", "flags", "sharing", "memoryPerReplica", NULL};
-  static const char *const known_top[] = {"version",          "flags",   "sharing",
-                                          "memoryPerReplica", "library", "stateDir",
-                                          "contextReserve",   NULL};
-  static const char *const known_sharing[] = {"timeSlicing", NULL};
+/* A list of mappings whose keys are checked (typos stay errors) and whose
+ * values are not read: the list as a whole is ignored. */
+static int ignore_list(struct ctx *c, yaml_node_t *n, const char *what, const char *const *known) {
+  ignore_key(c, what);
+  if (is_null(n)) return 0;
+  if (n->type != YAML_SEQUENCE_NODE)
+    return FAIL(c, n, "%s must be a list, got %s", what, kind_name(n));
+  char item[80];
+  snprintf(item, sizeof(item), "%s[]", what);
+  for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+    yaml_node_t *m = node_at(c, *i);
+    if (expect_map(c, m, item) != 0 || check_keys(c, m, item, known) != 0) return -1;
+  }
+  return 0;
+}
+
+/* NVIDIA's custom resource naming (resources.gpus, resources.mig): vgpu
+ * keeps the standard names, so each list is accepted and named as ignored. */
+static int parse_nvidia_resources(struct ctx *c, yaml_node_t *n) {
+  static const char *const known[] = {"gpus", "mig", NULL};
+  static const char *const known_item[] = {"pattern", "name", NULL};
+  if (is_null(n)) return 0;
+  if (expect_map(c, n, "resources") != 0 || check_keys(c, n, "resources", known) != 0) return -1;
+  yaml_node_t *x;
+  if ((x = lookup(c, n, "gpus", NULL)) != NULL && ignore_list(c, x, "resources.gpus", known_item))
+    return -1;
+  if ((x = lookup(c, n, "mig", NULL)) != NULL && ignore_list(c, x, "resources.mig", known_item))
+    return -1;
+  return 0;
+}
+
+/* sharing.mps: vgpu provides no MPS daemon, and reading its replicas as
+ * time-slicing would give pods MPS's name without MPS's isolation. So it is
+ * checked for typos, named as ignored, and changes nothing. */
+static int parse_mps(struct ctx *c, yaml_node_t *n) {
+  static const char *const known[] = {"renameByDefault", "failRequestsGreaterThanOne", "resources",
+                                      NULL};
+  static const char *const known_item[] = {"name", "rename", "devices", "replicas", NULL};
+  ignore_key(c, "sharing.mps (MPS is not provided; only sharing.timeSlicing shares GPUs)");
+  if (is_null(n)) return 0;
+  if (expect_map(c, n, "sharing.mps") != 0 || check_keys(c, n, "sharing.mps", known) != 0)
+    return -1;
+  yaml_node_t *res = lookup(c, n, "resources", NULL);
+  if (res == NULL || is_null(res)) return 0;
+  if (res->type != YAML_SEQUENCE_NODE)
+    return FAIL(c, res, "sharing.mps.resources must be a list, got %s", kind_name(res));
+  for (yaml_node_item_t *i = res->data.sequence.items.start; i < res->data.sequence.items.top;
+       i++) {
+    yaml_node_t *m = node_at(c, *i);
+    if (expect_map(c, m, "sharing.mps.resources[]") != 0 ||
+        check_keys(c, m, "sharing.mps.resources[]", known_item) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int parse_memory_per_replica(struct ctx *c, yaml_node_t *x,
+                                    struct vg_dialect_timeslicing *t) {
+  const char *s = scalar(x);
+  if (s != NULL && strcmp(s, "none") == 0)
+    t->memory_per_replica = VG_MEMORY_PER_REPLICA_NONE;
+  else if (s != NULL && strcmp(s, "equal") == 0)
+    t->memory_per_replica = VG_MEMORY_PER_REPLICA_EQUAL;
+  else
+    return FAIL(c, x, "memoryPerReplica must be none or equal, got '%.60s'",
+                s != NULL ? s : kind_name(x));
+  return 0;
+}
+
+/* sharing.timeSlicing: what vgpu implements of NVIDIA's document. */
+static int parse_tsl(struct ctx *c, yaml_node_t *tsl, struct vg_dialect_timeslicing *t,
+                     yaml_mark_t *mark) {
   static const char *const known_tsl[] = {"renameByDefault", "failRequestsGreaterThanOne",
                                           "resources", NULL};
-  t->enabled = 1;
-  t->from_nvidia_file = top;
-  t->all_devices = 1;
-  if (is_null(n))
-    return FAIL(c, n,
-                "timeSlicing needs NVIDIA's time-slicing document (version: v1, "
-                "sharing.timeSlicing.resources)");
-  if (expect_map(c, n, "timeSlicing") != 0) return -1;
-  yaml_node_t *x, *k = NULL;
-  if ((x = lookup(c, n, "resources", &k)) != NULL)
-    return FAIL(c, k,
-                "NVIDIA's top-level 'resources' (custom resource naming) is not supported; "
-                "NVIDIA's plugin drops it too");
-  if (check_keys(c, n, top ? "the NVIDIA time-slicing file" : "timeSlicing",
-                 top ? known_top : known) != 0)
-    return -1;
-  if ((x = lookup(c, n, "version", NULL)) == NULL)
-    return FAIL(c, top ? n : key, "missing 'version: v1' in NVIDIA's time-slicing document");
-  if (parse_version(c, x) != 0) return -1;
-  if ((x = lookup(c, n, "flags", NULL)) != NULL && parse_flags(c, x) != 0) return -1;
-  if ((x = lookup(c, n, "memoryPerReplica", NULL)) != NULL) {
-    const char *s = scalar(x);
-    if (s != NULL && strcmp(s, "none") == 0)
-      t->memory_per_replica = VG_MEMORY_PER_REPLICA_NONE;
-    else if (s != NULL && strcmp(s, "equal") == 0)
-      t->memory_per_replica = VG_MEMORY_PER_REPLICA_EQUAL;
-    else
-      return FAIL(c, x, "memoryPerReplica must be none or equal, got '%.60s'",
-                  s != NULL ? s : kind_name(x));
-  }
-  yaml_node_t *sh = lookup(c, n, "sharing", NULL);
-  if (sh == NULL) return FAIL(c, top ? n : key, "missing 'sharing.timeSlicing' section");
-  if (expect_map(c, sh, "sharing") != 0) return -1;
-  if (lookup(c, sh, "mps", &k) != NULL)
-    return FAIL(c, k,
-                "sharing.mps is not supported: use timeSlicing with memoryPerReplica: equal, "
-                "or the vgpu dialect, for isolated slices");
-  if (check_keys(c, sh, "sharing", known_sharing) != 0) return -1;
-  yaml_node_t *tsl = lookup(c, sh, "timeSlicing", NULL);
-  if (tsl == NULL) return FAIL(c, sh, "missing 'sharing.timeSlicing' section");
+  yaml_node_t *x;
   if (expect_map(c, tsl, "sharing.timeSlicing") != 0 ||
       check_keys(c, tsl, "sharing.timeSlicing", known_tsl) != 0)
     return -1;
@@ -503,10 +593,67 @@ static int parse_timeslicing(struct ctx *c, yaml_node_t *key, yaml_node_t *n, in
                   "duplicate time-slicing resource: only one nvidia.com/gpu entry is "
                   "allowed");
     if (parse_ts_resource(c, item, t) != 0) return -1;
+    *mark = item->start_mark;
   }
+  return 0;
+}
+
+/* sharing: timeSlicing is implemented, mps accepted and ignored. Without
+ * timeSlicing, NVIDIA's plugin advertises each GPU once, and so does vgpu. */
+static int parse_sharing(struct ctx *c, yaml_node_t *sh, struct vg_dialect_timeslicing *t,
+                         yaml_mark_t *mark) {
+  static const char *const known[] = {"timeSlicing", "mps", NULL};
+  t->replicas = 1;
+  if (sh == NULL || is_null(sh)) return 0;
+  if (expect_map(c, sh, "sharing") != 0 || check_keys(c, sh, "sharing", known) != 0) return -1;
+  yaml_node_t *x;
+  if ((x = lookup(c, sh, "mps", NULL)) != NULL && parse_mps(c, x) != 0) return -1;
+  if ((x = lookup(c, sh, "timeSlicing", NULL)) != NULL && parse_tsl(c, x, t, mark) != 0) return -1;
+  return 0;
+}
+
+/* The rest of NVIDIA's document: read for typos, named as ignored. */
+static int parse_nvidia_extras(struct ctx *c, yaml_node_t *n, struct vg_dialect_timeslicing *t) {
+  static const char *const known_imex[] = {"channelIDs", "required", NULL};
+  yaml_node_t *x;
+  if ((x = lookup(c, n, "flags", NULL)) != NULL && parse_flags(c, x) != 0) return -1;
+  if ((x = lookup(c, n, "resources", NULL)) != NULL && parse_nvidia_resources(c, x) != 0) return -1;
+  if ((x = lookup(c, n, "imex", NULL)) != NULL && ignore_section(c, x, "imex", known_imex) != 0)
+    return -1;
+  if ((x = lookup(c, n, "memoryPerReplica", NULL)) != NULL && parse_memory_per_replica(c, x, t))
+    return -1;
+  return 0;
+}
+
+/* NVIDIA's document: at the top of the file (top = 1, which also allows our
+ * node-level keys) or under dialects.timeSlicing. */
+static int parse_timeslicing(struct ctx *c, yaml_node_t *key, yaml_node_t *n, int top,
+                             struct vg_dialect_timeslicing *t) {
+  static const char *const known[] = {"version",          "flags", "sharing", "resources", "imex",
+                                      "memoryPerReplica", NULL};
+  static const char *const known_top[] = {
+      "version",          "flags",   "sharing",  "resources",      "imex",
+      "memoryPerReplica", "library", "stateDir", "contextReserve", NULL};
+  t->enabled = 1;
+  t->from_nvidia_file = top;
+  t->all_devices = 1;
+  if (is_null(n))
+    return FAIL(c, n,
+                "timeSlicing needs NVIDIA's time-slicing document (version: v1, "
+                "sharing.timeSlicing.resources)");
+  if (expect_map(c, n, "timeSlicing") != 0) return -1;
+  if (check_keys(c, n, top ? "the NVIDIA time-slicing file" : "timeSlicing",
+                 top ? known_top : known) != 0)
+    return -1;
+  yaml_node_t *x = lookup(c, n, "version", NULL);
+  if (x == NULL)
+    return FAIL(c, top ? n : key, "missing 'version: v1' in NVIDIA's time-slicing document");
+  if (parse_version(c, x) != 0 || parse_nvidia_extras(c, n, t) != 0) return -1;
+  /* Where the advertised name comes from, for duplicate-name messages. */
+  yaml_mark_t mark = n->start_mark;
+  if (parse_sharing(c, lookup(c, n, "sharing", NULL), t, &mark) != 0) return -1;
   snprintf(t->resource, sizeof(t->resource), "%s",
            t->rename_by_default ? "nvidia.com/gpu.shared" : "nvidia.com/gpu");
-  yaml_mark_t mark = node_at(c, *res->data.sequence.items.start)->start_mark;
   note_name(c, t->resource, "timeSlicing", mark);
   if (t->rename_by_default && !t->all_devices) note_name(c, "nvidia.com/gpu", "timeSlicing", mark);
   return 0;
@@ -575,6 +722,23 @@ static int check_duplicate_names(struct ctx *c) {
   return 0;
 }
 
+/* NVIDIA's v1 file has no `dialects:` and at least one of its sections
+ * (`version: v1` alone is ambiguous and left to our own schema). */
+static int is_nvidia_file(struct ctx *c, yaml_node_t *root) {
+  static const char *const sections[] = {"sharing", "flags", "resources", "imex", NULL};
+  for (const char *const *s = sections; *s != NULL; s++)
+    if (lookup(c, root, *s, NULL) != NULL) return 1;
+  return 0;
+}
+
+/* The one warning line the caller logs; empty when nothing was ignored. */
+static void set_warnings(const struct ctx *c, struct vg_plugin_config *cfg) {
+  if (c->ignored[0] != '\0')
+    snprintf(cfg->warnings, sizeof(cfg->warnings),
+             "config: these NVIDIA settings have no effect here: %s (docs/configuration.md)",
+             c->ignored);
+}
+
 static int parse_root(struct ctx *c, struct vg_plugin_config *cfg) {
   static const char *const known[] = {"version",        "library",  "stateDir",
                                       "contextReserve", "dialects", NULL};
@@ -585,7 +749,7 @@ static int parse_root(struct ctx *c, struct vg_plugin_config *cfg) {
   }
   if (expect_map(c, root, "the configuration") != 0) return -1;
   yaml_node_t *x;
-  if (lookup(c, root, "dialects", NULL) == NULL && lookup(c, root, "sharing", NULL) != NULL) {
+  if (lookup(c, root, "dialects", NULL) == NULL && is_nvidia_file(c, root)) {
     /* NVIDIA's own file, as is: the timeSlicing dialect alone. */
     if (parse_timeslicing(c, root, root, 1, &cfg->ts) != 0) return -1;
     return parse_node_options(c, root, cfg);
@@ -595,7 +759,7 @@ static int parse_root(struct ctx *c, struct vg_plugin_config *cfg) {
   if (parse_node_options(c, root, cfg) != 0) return -1;
   if ((x = lookup(c, root, "dialects", NULL)) == NULL)
     return FAIL(c, root,
-                "missing 'dialects:' (and not an NVIDIA time-slicing file: no 'sharing:')");
+                "missing 'dialects:' (and not an NVIDIA v1 file: no 'sharing:' or 'flags:')");
   if (parse_dialects(c, x, cfg) != 0) return -1;
   return check_duplicate_names(c);
 }
@@ -632,6 +796,7 @@ int vg_plugin_config_parse_string(const char *text, size_t len, const char *name
   }
   struct ctx c = {.path = name, .doc = &doc, .err = err};
   rc = parse_root(&c, cfg);
+  if (rc == 0) set_warnings(&c, cfg);
   if (rc == 0) {
     /* Only one document: a second one would be silently ignored. */
     yaml_document_t next;

@@ -4,7 +4,9 @@
  * The file selects the resource dialects the node advertises (vgpu/HAMi,
  * gpushare/Aliyun, timeSlicing/NVIDIA, cce/Huawei) and their options, plus a
  * few node-level settings. NVIDIA's time-slicing file is accepted unchanged,
- * either nested under `dialects.timeSlicing` or as the whole file. The schema
+ * either nested under `dialects.timeSlicing` or as the whole file; NVIDIA's
+ * v1 settings that vgpu does not implement are accepted and named in
+ * `warnings` (a typo, a key NVIDIA does not know either, is an error). The schema
  * is documented in docs/configuration.md; examples are in examples/config/.
  *
  * Every error names the place: "path:line:column: reason".
@@ -26,6 +28,8 @@
 #define VG_TS_REPLICAS_MAX 1024
 #define VG_VGPU_SPLIT_MAX 1024
 #define VG_CCE_MAX_VGPUS 20
+/* Room for the one warning line naming every ignored NVIDIA setting. */
+#define VG_CONFIG_WARNINGS_MAX 2048
 
 enum vg_dialect {
   VG_DIALECT_VGPU = 0,
@@ -92,6 +96,10 @@ struct vg_plugin_config {
   struct vg_dialect_gpushare gpushare;
   struct vg_dialect_timeslicing ts;
   struct vg_dialect_cce cce;
+  /* NVIDIA v1 settings that were accepted but do nothing here, as one line
+   * for the caller to log ("config: these NVIDIA settings have no effect
+   * here: ..."); empty when there are none. The parser prints nothing. */
+  char warnings[VG_CONFIG_WARNINGS_MAX];
 };
 
 #define VG_DEFAULT_LIBRARY "/usr/local/vgpu/libvgpu.so"

@@ -281,6 +281,8 @@ int main(int argc, char **argv) {
   /* A daemon says what it does (info); --debug adds the debug lines, and
    * VGPU_LOG_LEVEL still wins over both. */
   vg_log_set_default(opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
+  /* NVIDIA settings accepted but ignored: said once, where operators look. */
+  if (cfg.warnings[0] != '\0') vg_warn("%s", cfg.warnings);
   char default_socket[PATH_MAX];
   if (kubelet_socket == NULL) {
     snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", plugin_dir);

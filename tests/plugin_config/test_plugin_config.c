@@ -191,6 +191,60 @@ static void test_nvidia_files_verbatim(void **s) {
   vg_plugin_config_free(&cfg);
 }
 
+/* A real-world v1 file with every section NVIDIA has: what vgpu implements
+ * takes effect, the rest is named once, exactly, in cfg.warnings. */
+static void test_nvidia_full_schema(void **s) {
+  (void)s;
+  struct vg_plugin_config cfg;
+  load_example("nvidia-time-slicing-full.yaml", &cfg);
+  assert_true(cfg.ts.enabled && cfg.ts.from_nvidia_file);
+  assert_int_equal(cfg.ts.replicas, 4);
+  assert_string_equal(cfg.ts.resource, "nvidia.com/gpu");
+  assert_true(cfg.ts.fail_requests_greater_than_one && !cfg.ts.rename_by_default);
+  assert_string_equal(cfg.warnings,
+                      "config: these NVIDIA settings have no effect here: flags.failOnInitError, "
+                      "flags.nvidiaDriverRoot, flags.plugin.passDeviceSpecs, "
+                      "flags.plugin.deviceListStrategy, flags.plugin.deviceIDStrategy, "
+                      "flags.plugin.containerDriverRoot, flags.gfd.oneshot, "
+                      "flags.gfd.noTimestamp, flags.gfd.sleepInterval, flags.gfd.outputFile, "
+                      "resources.gpus, resources.mig, sharing.mps (MPS is not provided; only "
+                      "sharing.timeSlicing shares GPUs) (docs/configuration.md)");
+  /* What vgpu implements warns about nothing. */
+  parse_ok(g_nvidia_operator, &cfg);
+  assert_string_equal(cfg.warnings, "");
+  /* MPS alone shares nothing: each GPU is advertised once, as without sharing. */
+  parse_ok(
+      "version: v1\nsharing:\n  mps:\n    resources:\n"
+      "    - {name: nvidia.com/gpu, replicas: 4}\n",
+      &cfg);
+  assert_true(cfg.ts.enabled);
+  assert_int_equal(cfg.ts.replicas, 1);
+  assert_string_equal(cfg.ts.resource, "nvidia.com/gpu");
+  assert_non_null(strstr(cfg.warnings, "sharing.mps (MPS is not provided"));
+  /* Flags-only files (NVIDIA's "exclusive" profile), MIG strategies, rename, imex. */
+  parse_ok("version: v1\nflags:\n  migStrategy: mixed\n", &cfg);
+  assert_int_equal(cfg.ts.replicas, 1);
+  assert_non_null(strstr(cfg.warnings, ": flags.migStrategy ("));
+  parse_ok(
+      "version: v1\nimex:\n  channelIDs: [0]\n  required: true\nsharing:\n"
+      "  timeSlicing:\n    resources:\n"
+      "    - {name: nvidia.com/gpu, replicas: 2, rename: foo}\n",
+      &cfg);
+  assert_int_equal(cfg.ts.replicas, 2);
+  assert_non_null(strstr(cfg.warnings,
+                         ": imex.channelIDs, imex.required, "
+                         "sharing.timeSlicing.resources[].rename ("));
+  /* Nested under dialects.timeSlicing, the same. */
+  parse_ok(
+      "dialects:\n  timeSlicing:\n    version: v1\n    flags: {failOnInitError: false}\n"
+      "    sharing:\n      timeSlicing:\n        resources:\n"
+      "        - name: nvidia.com/gpu\n          replicas: 3\n",
+      &cfg);
+  assert_int_equal(cfg.ts.replicas, 3);
+  assert_non_null(strstr(cfg.warnings, ": flags.failOnInitError ("));
+  vg_plugin_config_free(&cfg);
+}
+
 static void test_defaults(void **s) {
   (void)s;
   struct vg_plugin_config cfg;
@@ -231,6 +285,18 @@ static void test_rejects_unknown_keys_and_dialects(void **s) {
   parse_bad("version: v1\nflags:\n  deviceIDStrategy: uuid\nsharing: {}\n", 3,
             "unknown key 'deviceIDStrategy' in flags");
   parse_bad("dialects:\n  cce:\n    max: 3\n", 3, "unknown key 'max'");
+  /* Keys NVIDIA does not know either are typos, in every NVIDIA section. */
+  parse_bad("version: v1\nsharing:\n  timeslicing: {}\n", 3,
+            "unknown key 'timeslicing' in sharing");
+  parse_bad("version: v1\nflags:\n  failOnInitErorr: true\n", 3,
+            "unknown key 'failOnInitErorr' in flags");
+  parse_bad("version: v1\nflags:\n  plugin:\n    passDeviceSpec: true\n", 4,
+            "unknown key 'passDeviceSpec' in flags.plugin");
+  parse_bad("version: v1\nresources:\n  gpu: []\n", 3, "unknown key 'gpu' in resources");
+  parse_bad("version: v1\nresources:\n  gpus:\n  - {pattern: '*', nam: x}\n", 4,
+            "unknown key 'nam' in resources.gpus[]");
+  parse_bad("version: v1\nsharing:\n  mps:\n    replicas: 2\n", 4,
+            "unknown key 'replicas' in sharing.mps");
   parse_bad("dialects:\n  vgpu:\n  vgpu:\n", 3, "configured twice");
   parse_bad("dialects:\n  vgpu:\n    deviceSplitCount: 2\n    deviceSplitCount: 3\n", 4,
             "duplicate key 'deviceSplitCount'");
@@ -298,10 +364,6 @@ static void test_rejects_bad_replicas(void **s) {
       5, "MIG resource");
   parse_bad(
       "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-      "    - {name: nvidia.com/gpu, replicas: 2, rename: foo}\n",
-      5, "rename is not supported");
-  parse_bad(
-      "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
       "    - name: nvidia.com/gpu\n      replicas: 2\n      devices: [\"GPU-1234\"]\n",
       7, "not a GPU index");
   parse_bad(
@@ -312,10 +374,9 @@ static void test_rejects_bad_replicas(void **s) {
       "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
       "    - name: nvidia.com/gpu\n      replicas: 2\n      devices: 2\n",
       7, "'all' or a list");
-  parse_bad("version: v1\nsharing:\n  mps:\n    resources: []\n", 3,
-            "sharing.mps is not supported");
-  parse_bad("version: v1\nflags:\n  migStrategy: mixed\nsharing: {}\n", 3, "migStrategy");
-  parse_bad("version: v1\nsharing: {}\n", 2, "missing 'sharing.timeSlicing'");
+  parse_bad("version: v1\nflags:\n  migStrategy: mig\n", 3, "none, single or mixed");
+  parse_bad("version: v1\nflags:\n  plugin: [passDeviceSpecs]\n", 3, "must be a mapping");
+  parse_bad("version: v1\nsharing:\n  mps:\n    resources: 2\n", 4, "must be a list");
   parse_bad("version: v1\nmemoryPerReplica: half\nsharing: {}\n", 2, "none or equal");
   parse_bad("dialects:\n  timeSlicing:\n", 2, "needs NVIDIA's time-slicing document");
   parse_bad("dialects:\n  timeSlicing:\n    sharing: {}\n", 2, "missing 'version: v1'");
@@ -474,6 +535,7 @@ int main(void) {
       cmocka_unit_test(test_example_cce),
       cmocka_unit_test(test_example_mixed),
       cmocka_unit_test(test_nvidia_files_verbatim),
+      cmocka_unit_test(test_nvidia_full_schema),
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_rejects_unknown_keys_and_dialects),
       cmocka_unit_test(test_rejects_wrong_types),
