@@ -261,8 +261,10 @@ static int ignore_section(struct ctx *c, yaml_node_t *n, const char *what,
   if (is_null(n)) return 0;
   if (expect_map(c, n, what) != 0 || check_keys(c, n, what, known) != 0) return -1;
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    const char *key = scalar(node_at(c, p->key));
+    if (key == NULL) continue; /* check_keys refused non-scalar keys already */
     char path[128];
-    snprintf(path, sizeof(path), "%s.%s", what, scalar(node_at(c, p->key)));
+    snprintf(path, sizeof(path), "%s.%s", what, key);
     ignore_key(c, path);
   }
   return 0;
@@ -479,6 +481,7 @@ static int parse_flags(struct ctx *c, yaml_node_t *n) {
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     const char *key = scalar(node_at(c, p->key));
     yaml_node_t *v = node_at(c, p->value);
+    if (key == NULL) continue; /* check_keys refused non-scalar keys already */
     char path[64];
     snprintf(path, sizeof(path), "flags.%s", key);
     int rc = 0;
