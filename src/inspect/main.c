@@ -103,20 +103,6 @@ static int parse_args(int argc, char **argv, struct opts *o) {
   return 0;
 }
 
-/* Loads the configuration: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster. */
-static int pick_config(const struct opts *o, struct vg_k8s_config *cfg, struct vg_err *err) {
-  const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
-  char path[4096];
-  if (o->kubeconfig != NULL) return vg_k8s_config_kubeconfig(cfg, o->kubeconfig, err);
-  if (env != NULL && *env != '\0') return vg_k8s_config_load(cfg, NULL, err);
-  snprintf(path, sizeof(path), "%s/.kube/config", home != NULL ? home : "");
-  if (home != NULL && access(path, F_OK) == 0) return vg_k8s_config_kubeconfig(cfg, path, err);
-  if (getenv("KUBERNETES_SERVICE_HOST") != NULL) return vg_k8s_config_load(cfg, NULL, err);
-  return vg_err_set(err,
-                    "no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create "
-                    "~/.kube/config");
-}
-
 static int api_failure(int rc, const struct vg_k8s_config *cfg, const struct vg_err *err) {
   if (rc == VG_K8S_EUNREACHABLE)
     fprintf(stderr,
@@ -182,7 +168,7 @@ int main(int argc, char **argv) {
   if (rc != 0) return rc == 1 ? 0 : rc;
   struct vg_k8s_config cfg = {0};
   struct vg_err err = {""};
-  if (pick_config(&o, &cfg, &err) != 0) {
+  if (vg_k8s_config_kubectl(&cfg, o.kubeconfig, &err) != 0) {
     fprintf(stderr, PROG ": %s\n", err.msg);
     vg_k8s_config_free(&cfg);
     return 1;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "base64.h"
@@ -317,4 +318,19 @@ int vg_k8s_config_copy(struct vg_k8s_config *dst, const struct vg_k8s_config *sr
     *blobs[i].dl = blobs[i].sl;
   }
   return dst->server == NULL ? -1 : 0;
+}
+
+int vg_k8s_config_kubectl(struct vg_k8s_config *cfg, const char *kubeconfig_path,
+                          struct vg_err *err) {
+  const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+  char path[4096];
+  if (kubeconfig_path != NULL) return vg_k8s_config_kubeconfig(cfg, kubeconfig_path, err);
+  /* vg_k8s_config_load takes the first file of the list */
+  if (env != NULL && *env != '\0') return vg_k8s_config_load(cfg, NULL, err);
+  snprintf(path, sizeof(path), "%s/.kube/config", home != NULL ? home : "");
+  if (home != NULL && access(path, F_OK) == 0) return vg_k8s_config_kubeconfig(cfg, path, err);
+  if (getenv("KUBERNETES_SERVICE_HOST") != NULL) return vg_k8s_config_load(cfg, NULL, err);
+  return vg_err_set(err,
+                    "no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create "
+                    "~/.kube/config");
 }

@@ -56,6 +56,11 @@ int vg_k8s_config_kubeconfig(struct vg_k8s_config *cfg, const char *path, struct
 /* What the daemons do: the path if given, else $KUBECONFIG (first of a
  * ':'-list), else in-cluster. */
 int vg_k8s_config_load(struct vg_k8s_config *cfg, const char *kubeconfig_path, struct vg_err *err);
+/* What kubectl and its plugins do: the path if given, else $KUBECONFIG,
+ * else ~/.kube/config, else in-cluster (in a pod); an error naming the three
+ * ways to give one otherwise. */
+int vg_k8s_config_kubectl(struct vg_k8s_config *cfg, const char *kubeconfig_path,
+                          struct vg_err *err);
 void vg_k8s_config_free(struct vg_k8s_config *cfg);
 
 /* ---- client and raw requests (http.c) ---- */

@@ -9,7 +9,6 @@
  *   main.c         the verbs, --help and --version of the program itself
  *   resize.c       the resize verb from start to exit status
  *   resize_opts.c  its command line
- *   config.c       which kubeconfig (the way kubectl picks one)
  *   request.c      reading the pod, checking the request, writing it
  *   wait.c         polling the pod until the request is answered
  *   report.c       what the user sees: the result line, JSON, timeouts
@@ -59,12 +58,6 @@ struct kv_resize_opts {
 /* argv[0] is "resize". Returns 0 to go on, KV_EXIT_OK after printing --help
  * or --version (*done set), or KV_EXIT_USAGE after saying what is wrong. */
 int kv_resize_parse(int argc, char **argv, struct kv_resize_opts *o, bool *done);
-
-/* ---- config.c ---- */
-
-/* --kubeconfig, else $KUBECONFIG (its first file), else ~/.kube/config,
- * else the in-cluster service account. */
-int kv_load_config(const char *kubeconfig, struct vg_k8s_config *cfg, struct vg_err *err);
 
 /* ---- request.c ---- */
 

@@ -2,7 +2,7 @@
  * resize.c -- `kubectl vgpu resize`: from the command line to the exit
  * status.
  *
- *   1. options (resize_opts.c) and the kubeconfig (config.c);
+ *   1. options (resize_opts.c) and the kubeconfig (vg_k8s_config_kubectl, as kubectl picks one);
  *   2. the request, written on the pod once it is checked (request.c);
  *   3. unless --no-wait, the answer: the node agent acknowledges (and
  *      applies any decrease), vgpu-scheduler accepts or refuses, the node
@@ -87,7 +87,7 @@ int kv_resize_main(int argc, char **argv) {
   struct vg_k8s_config cfg = {0};
   struct vg_err err = {""};
   struct vg_k8s_client *c = NULL;
-  if (kv_load_config(o.kubeconfig, &cfg, &err) == 0) c = vg_k8s_client_new(&cfg, &err);
+  if (vg_k8s_config_kubectl(&cfg, o.kubeconfig, &err) == 0) c = vg_k8s_client_new(&cfg, &err);
   if (c == NULL) {
     fprintf(stderr, KV_RESIZE_PREFIX "%s\n", err.msg);
     vg_k8s_config_free(&cfg);

@@ -147,3 +147,15 @@ uint64_t sim_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+bool sim_nvml_listed(nvmlDevice_t d, pid_t pid, unsigned long long *used) {
+  nvmlProcessInfo_t infos[16];
+  unsigned count = 16;
+  NV_OK(nvmlDeviceGetComputeRunningProcesses_v3(d, &count, infos));
+  for (unsigned i = 0; i < count; i++) {
+    if (infos[i].pid != (unsigned)pid) continue;
+    *used = infos[i].usedGpuMemory;
+    return true;
+  }
+  return false;
+}

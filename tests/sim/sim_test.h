@@ -91,6 +91,9 @@ struct sim_chan {
 };
 void sim_chan_init(struct sim_chan *c);
 void sim_chan_send(int fd, char byte);
+/* usedGpuMemory of pid in device d's compute-process listing (_v3) in
+ * *used; false if it is not listed. */
+bool sim_nvml_listed(nvmlDevice_t d, pid_t pid, unsigned long long *used);
 char sim_chan_recv(int fd);
 
 uint64_t sim_now_ns(void);

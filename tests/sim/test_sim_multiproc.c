@@ -24,18 +24,6 @@ static void holder(void *arg) {
   sim_chan_recv(g_chan.to_child[0]); /* never answered: killed */
 }
 
-static bool listed(nvmlDevice_t d, pid_t pid, unsigned long long *used) {
-  nvmlProcessInfo_t infos[16];
-  unsigned count = 16;
-  NV_OK(nvmlDeviceGetComputeRunningProcesses_v3(d, &count, infos));
-  for (unsigned i = 0; i < count; i++) {
-    if (infos[i].pid != (unsigned)pid) continue;
-    *used = infos[i].usedGpuMemory;
-    return true;
-  }
-  return false;
-}
-
 static void kill_and_reclaim(void) {
   sim_chan_init(&g_chan);
   pid_t pid = sim_spawn(holder, NULL);
@@ -52,8 +40,8 @@ static void kill_and_reclaim(void) {
   NV_OK(nvmlDeviceGetMemoryInfo(d, &m));
   CHECK(m.used == 384 * MiB);
   unsigned long long used = 0;
-  CHECK(listed(d, pid, &used) && used == 320 * MiB);
-  CHECK(listed(d, getpid(), &used) && used == 64 * MiB);
+  CHECK(sim_nvml_listed(d, pid, &used) && used == 320 * MiB);
+  CHECK(sim_nvml_listed(d, getpid(), &used) && used == 64 * MiB);
   /* the other process's memory limits this one */
   CUdeviceptr p;
   CHECK_CU(cuMemAlloc_v2(&p, 700 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
@@ -62,7 +50,7 @@ static void kill_and_reclaim(void) {
   CHECK(sim_used() == 64 * MiB);
   NV_OK(nvmlDeviceGetMemoryInfo(d, &m));
   CHECK(m.used == 64 * MiB);
-  CHECK(!listed(d, pid, &used));
+  CHECK(!sim_nvml_listed(d, pid, &used));
   OK(cuMemAlloc_v2(&p, 700 * MiB));
 }
 

@@ -57,19 +57,6 @@ static void unsharer(void *arg) {
 
 static void read_pid(int fd, pid_t *pid) { CHECK(read(fd, pid, sizeof(*pid)) == sizeof(*pid)); }
 
-/* usedGpuMemory of pid in the v3 listing; false if it is not listed. */
-static bool listed(nvmlDevice_t d, pid_t pid, unsigned long long *used) {
-  nvmlProcessInfo_t infos[16];
-  unsigned count = 16;
-  NV_OK(nvmlDeviceGetComputeRunningProcesses_v3(d, &count, infos));
-  for (unsigned i = 0; i < count; i++) {
-    if (infos[i].pid != (unsigned)pid) continue;
-    *used = infos[i].usedGpuMemory;
-    return true;
-  }
-  return false;
-}
-
 /* Whether the utilisation samples of the last second name pid. */
 static bool sampled(nvmlDevice_t d, pid_t pid) {
   nvmlProcessUtilizationSample_t samples[16];
@@ -97,10 +84,11 @@ static void foreign_namespace(void) {
   CUdeviceptr p;
   OK(cuMemAlloc_v2(&p, 32 * MiB));
   unsigned long long used = 0;
-  if (!listed(d, outer, &used)) fprintf(stderr, "pid %d (%d inside) not listed\n", outer, inner);
-  CHECK(listed(d, outer, &used) && used == 64 * MiB);
-  CHECK(listed(d, getpid(), &used) && used == 32 * MiB);
-  CHECK(!listed(d, inner, &used));
+  if (!sim_nvml_listed(d, outer, &used))
+    fprintf(stderr, "pid %d (%d inside) not listed\n", outer, inner);
+  CHECK(sim_nvml_listed(d, outer, &used) && used == 64 * MiB);
+  CHECK(sim_nvml_listed(d, getpid(), &used) && used == 32 * MiB);
+  CHECK(!sim_nvml_listed(d, inner, &used));
   close(g_chan.to_child[1]);
   CHECK(sim_wait(unsharer_pid) == 0);
 }
