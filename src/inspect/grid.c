@@ -43,25 +43,45 @@ static const char *cell(const struct grid *g, int row, int col) {
   return s != NULL ? s : "";
 }
 
+static size_t column_width(const struct grid *g, int col) {
+  size_t width = 0;
+  for (int k = 0; k < g->nrows; k++) {
+    size_t w = strlen(cell(g, k, col));
+    if (w > width) width = w;
+  }
+  return width;
+}
+
+/* Row r as one line, without the spaces that would end it (empty trailing
+ * cells pad to nothing); returns its length. */
+static size_t print_row(const struct grid *g, FILE *out, int r) {
+  size_t len = 0, pending = 0;
+  for (int c = 0; c < g->ncols; c++) {
+    const char *s = cell(g, r, c);
+    if (*s != '\0') {
+      len += (size_t)fprintf(out, "%*s%s", (int)pending, "", s);
+      pending = 0;
+    }
+    if (c < g->ncols - 1) pending += column_width(g, c) + 2 - strlen(s);
+  }
+  fputc('\n', out);
+  return len;
+}
+
 size_t grid_print(const struct grid *g, FILE *out, int measure) {
   size_t measured = 0;
   for (int r = 0; r < g->nrows; r++) {
-    size_t len = 0;
-    for (int c = 0; c < g->ncols; c++) {
-      size_t width = 0;
-      for (int k = 0; k < g->nrows; k++) {
-        size_t w = strlen(cell(g, k, c));
-        if (w > width) width = w;
-      }
-      const char *s = cell(g, r, c);
-      bool last = c == g->ncols - 1;
-      int pad = last ? 0 : (int)(width + 2 - strlen(s));
-      len += (size_t)fprintf(out, "%s%*s", s, pad, "");
-    }
-    fputc('\n', out);
+    size_t len = print_row(g, out, r);
     if (r == measure) measured = len;
   }
   return measured;
+}
+
+size_t grid_raw_len(const struct grid *g, int row) {
+  if (row < 0 || row >= g->nrows) return 0;
+  size_t len = (size_t)g->ncols - 1;
+  for (int c = 0; c < g->ncols; c++) len += strlen(cell(g, row, c));
+  return len;
 }
 
 void grid_free(struct grid *g) {

@@ -9,8 +9,9 @@
  *              compute on those GPUs; GPU requests without an assignment ->
  *              the node's "unassigned" list (never silently dropped);
  *   table.c    the numbers in display units and the totals;
- * then render_text.c (seed 002's layout, with and without -d) or
- * render_json.c (-o json, bytes). main.c holds options and exit codes.
+ * then render_aliyun.c (seed 002's layout, the default, with and without
+ * -d), render_wide.c (-o wide: vgpu's extra columns) or render_json.c
+ * (-o json, bytes). main.c holds options and exit codes.
  *
  * Everything is kept in bytes until table.c; strings are heap copies owned
  * by the model and freed by ins_cluster_free.
@@ -139,11 +140,13 @@ void *ins_grow(void *arr_ptr, int *n, size_t sz);
  * MiB) and fills the u_* fields, totals and percent. */
 void ins_compute(struct ins_cluster *cl);
 
-/* ---- render_text.c / render_json.c ---- */
+/* ---- render_aliyun.c / render_wide.c / render_json.c ---- */
 
-/* Seed 002's table; detail: the per-node, per-pod blocks of `-d`. Returns 0,
- * or -1 with err on out of memory. */
-int ins_render_text(const struct ins_cluster *cl, bool detail, FILE *out, struct vg_err *err);
+/* Seed 002's table as Aliyun prints it; detail: the per-node, per-pod blocks
+ * of `-d`. Returns 0, or -1 with err on out of memory. cl has a node. */
+int ins_render_aliyun(const struct ins_cluster *cl, bool detail, FILE *out, struct vg_err *err);
+/* The same with vgpu's extras (compute share, cordons, health): -o wide. */
+int ins_render_wide(const struct ins_cluster *cl, bool detail, FILE *out, struct vg_err *err);
 int ins_render_json(const struct ins_cluster *cl, FILE *out, struct vg_err *err);
 
 #endif

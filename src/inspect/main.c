@@ -2,7 +2,7 @@
  * main.c -- kubectl-inspect-gpushare: options, the user's kubeconfig, and
  * what the exit status says.
  *
- *   kubectl inspect gpushare [-d] [-o table|json] [--kubeconfig FILE] [NODE]
+ *   kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE] [NODE]
  *
  * kubectl finds this program on $PATH by its name and passes the remaining
  * arguments. Credentials come from --kubeconfig, else $KUBECONFIG (its first
@@ -19,25 +19,30 @@
 
 #define PROG "kubectl-inspect-gpushare"
 
+enum ins_format { INS_TABLE, INS_WIDE, INS_JSON };
+
 struct opts {
-  bool detail, json;
+  bool detail;
+  enum ins_format format;
   const char *kubeconfig, *node;
 };
 
 static void usage(FILE *to) {
   fputs(
-      "usage: kubectl inspect gpushare [-d] [-o table|json] [--kubeconfig FILE] [NODE]\n"
+      "usage: kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE] [NODE]\n"
       "\n"
-      "Shows per node and per GPU the GPU memory allocated to pods out of the total, the\n"
-      "compute share (GPU Cores, percent points: 100 per GPU), and the cluster total.\n"
+      "Shows per node and per GPU the GPU memory allocated to pods out of the total, and\n"
+      "the cluster total, in the layout of Aliyun's gpushare plugin.\n"
       "Reads the Nodes' vgpu.io/gpu-inventory and the Pods' vgpu.io/assigned annotations,\n"
       "so it works for every resource dialect (nvidia.com/vgpu, aliyun.com/gpu-mem,\n"
       "nvidia.com/gpu time-slicing, volcano.sh/gpu-mem.128Mi). Memory is in GiB or MiB as\n"
       "the gpushare dialect is configured (MiB without it). Pods holding GPU resources\n"
-      "without an assignment are counted in UNASSIGNED.\n"
+      "without an assignment are counted in PENDING (UNASSIGNED with -o wide).\n"
       "\n"
       "  -d, --details        one block per node with the memory of each pod on each GPU\n"
-      "  -o, --output FORMAT  table (default) or json (bytes, for scripts)\n"
+      "  -o, --output FORMAT  table (default: Aliyun's layout), wide (adds the compute\n"
+      "                       share, GPU Cores in percent points, cordoned nodes and\n"
+      "                       unhealthy GPUs) or json (bytes, for scripts)\n"
       "  --kubeconfig FILE    default: $KUBECONFIG, else ~/.kube/config, else in-cluster\n"
       "  NODE                 only this node\n"
       "\n"
@@ -66,11 +71,13 @@ static const char *value_of(int argc, char **argv, int *i, const char *name) {
 
 static int set_output(struct opts *o, const char *v) {
   if (strcmp(v, "json") == 0)
-    o->json = true;
-  else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
-    o->json = false;
+    o->format = INS_JSON;
+  else if (strcmp(v, "table") == 0)
+    o->format = INS_TABLE;
+  else if (strcmp(v, "wide") == 0)
+    o->format = INS_WIDE;
   else
-    return bad_usage("unknown output format '%s' (use table or json)", v);
+    return bad_usage("unknown output format '%s' (use table, wide or json)", v);
   return 0;
 }
 
@@ -96,7 +103,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       o->node = a;
     }
   }
-  if (o->detail && o->json)
+  if (o->detail && o->format == INS_JSON)
     return bad_usage("%s",
                      "-d and -o json do not go together "
                      "(the JSON always has the per-pod detail)");
@@ -133,6 +140,19 @@ static int gather(struct vg_k8s_client *c, const struct opts *o, struct ins_clus
   return rc;
 }
 
+static int render(const struct opts *o, const struct ins_cluster *cl, struct vg_err *err) {
+  if (o->format == INS_JSON) return ins_render_json(cl, stdout, err);
+  if (cl->nnodes == 0) {
+    fputs(
+        "No GPU nodes: no node carries the vgpu.io/gpu-inventory annotation "
+        "(is vgpu-device-plugin running?)\n",
+        stdout);
+    return 0;
+  }
+  if (o->format == INS_WIDE) return ins_render_wide(cl, o->detail, stdout, err);
+  return ins_render_aliyun(cl, o->detail, stdout, err);
+}
+
 static int inspect(const struct opts *o, const struct vg_k8s_config *cfg) {
   struct vg_err err = {""};
   struct ins_cluster cl = {0};
@@ -156,7 +176,7 @@ static int inspect(const struct opts *o, const struct vg_k8s_config *cfg) {
   }
   ins_compute(&cl);
   for (int i = 0; i < cl.nwarn; i++) fprintf(stderr, "warning: %s\n", cl.warn[i]);
-  rc = o->json ? ins_render_json(&cl, stdout, &err) : ins_render_text(&cl, o->detail, stdout, &err);
+  rc = render(o, &cl, &err);
   ins_cluster_free(&cl);
   if (rc != 0) fprintf(stderr, PROG ": %s\n", err.msg);
   return rc != 0 ? 1 : 0;

@@ -9,7 +9,9 @@ golden/<fixture>.txt and golden/<fixture>-d.txt. The JSON output is parsed and
 its numbers checked against the fixture itself; errors (unreachable cluster,
 refused credentials, bad arguments) are checked for their message and exit status.
 
-Usage: test_inspect.py --bin PATH --fake PATH [--update]   (--update rewrites the goldens)
+Usage: test_inspect.py --bin PATH --fake PATH [--update] [--seeds DIR]
+(--update rewrites the goldens; --seeds, default $VGPU_SEEDS_DIR, also checks
+the expected seed 002 table against the seed document itself)
 """
 
 import argparse
@@ -156,13 +158,42 @@ def golden(name, text, update):
     check(text == want, "output differs from golden/" + name)
 
 
+# Seed 002's `kubectl inspect gpushare`, byte for byte (the seed indents
+# nothing; only the "# kubectl inspect gpushare" prompt line is left out).
+SEED_002_TABLE = """\
+NAME           IPADDRESS     GPU0(Allocated MiB/Total MiB)  GPU Memory
+i-2ze0gl97vw1  192.168.0.72  7606/7606                      7606/7606
+i-2ze0gl97vw2  192.168.0.73  3803/7606                      3803/7606
+i-2ze0gl97vw3  192.168.0.71  7606/7606                      7606/7606
+---------------------------------------------------------------------------------------
+Allocated/Total GPU Memory In Cluster:
+19015/22818 (83%)
+"""
+
+
+def test_seed_002(args):
+    """The gpushare-mib fixture is seed 002's cluster (three nodes, one 7606
+    MiB GPU each): the default table must be the seed's, byte for byte."""
+    with open(os.path.join(HERE, "golden", "gpushare-mib.txt")) as f:
+        check(f.read() == SEED_002_TABLE, "golden/gpushare-mib.txt is not seed 002's table")
+    if not args.seeds:
+        return
+    seeds = [n for n in os.listdir(args.seeds) if n.startswith("002_")]
+    if not seeds:
+        print("SKIP: no seed 002 in %s" % args.seeds)
+        return
+    with open(os.path.join(args.seeds, seeds[0])) as f:
+        check(SEED_002_TABLE in f.read(), "SEED_002_TABLE is not in " + seeds[0])
+
+
 def test_goldens(args, tmp):
     for name in FIXTURES:
         with open(os.path.join(HERE, "fixtures", name + ".json")) as f:
             fixture = json.load(f)
         c = Cluster(args.fake, tmp, fixture)
         try:
-            for suffix, extra in (("", []), ("-d", ["-d"])):
+            for suffix, extra in (("", []), ("-d", ["-d"]), ("-wide", ["-o", "wide"]),
+                                  ("-wide-d", ["-d", "-owide"])):
                 rc, out, err = run(args.bin, extra + ["--kubeconfig", c.kubeconfig])
                 check(rc == 0, "%s%s: exit %d (%s)" % (name, suffix, rc, err))
                 golden(name + suffix + ".txt", out, args.update)
@@ -395,11 +426,15 @@ def test_end_to_end(args, tmp):
                                       "container": "main", "resource": "aliyun.com/gpu-mem",
                                       "quantity": 2, "memory": 2 << 30}],
               "the hand-placed gpushare pod is unassigned with 2 GiB: %s" % node["unassigned"])
-        rc, out, err = run(args.bin, ["-d", "--kubeconfig", c.kubeconfig])
+        rc, out, err = run(args.bin, ["-d", "-o", "wide", "--kubeconfig", c.kubeconfig])
         if os.environ.get("VG_SHOW"):
             print(run(args.bin, ["--kubeconfig", c.kubeconfig])[1] + out)
         check(rc == 0 and "3 (30%)" in out and "share-pod" in out,
-              "-d shows 3000 MiB as 3 GiB with 30%%:\n%s" % out)
+              "-d -o wide shows 3000 MiB as 3 GiB with 30%%:\n%s" % out)
+        rc, out, err = run(args.bin, ["-d", "--kubeconfig", c.kubeconfig])
+        check(rc == 0 and "vgpu-pod     default    3                0                0\n" in out
+              and "Pending(Allocated)" in out and "(30%)" not in out,
+              "-d (Aliyun's layout) shows vgpu-pod's 3 GiB, no compute share:\n%s" % out)
     finally:
         for p in procs:
             p.terminate()
@@ -410,8 +445,8 @@ def test_end_to_end(args, tmp):
 def test_bad_arguments(args, tmp):
     cases = [
         (["--bogus"], "unknown option '--bogus'"),
-        (["-o", "yaml"], "unknown output format 'yaml' (use table or json)"),
-        (["-o"], "unknown output format '' (use table or json)"),
+        (["-o", "yaml"], "unknown output format 'yaml' (use table, wide or json)"),
+        (["-o"], "unknown output format '' (use table, wide or json)"),
         (["a", "b"], "one NODE at most (got a second one, 'b')"),
         (["-d", "-o", "json"], "-d and -o json do not go together"),
         (["--kubeconfig"], "--kubeconfig needs a file"),
@@ -430,6 +465,9 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--fake", required=True)
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("--seeds", default=os.environ.get("VGPU_SEEDS_DIR"),
+                    help="the seed documents (default $VGPU_SEEDS_DIR): check that the "
+                    "expected table is seed 002's")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vg-inspect-")
     try:
@@ -437,6 +475,7 @@ def main():
                   test_bad_arguments, test_end_to_end):
             t(args, tmp)
             print("%s: %s" % (t.__name__, "done"))
+        test_seed_002(args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILURES:

@@ -1,31 +1,23 @@
 /*
- * render_text.c -- `kubectl inspect gpushare [-d]` as text, in the layout of
- * Aliyun's kubectl plugin (research/gpushare-timeslicing.md A5), so users of
- * seed 002 read it the same way. Differences, each on purpose:
- *   - nodes in name order (Aliyun's is random), the unit in the header; a
- *     cordoned node says "(SchedulingDisabled)" after its name (e#8: its
+ * render_wide.c -- `kubectl inspect gpushare -o wide [-d]`: Aliyun's table
+ * (render_aliyun.c) with what vgpu knows beyond it. Differences, each on
+ * purpose:
+ *   - the unit in every header (`GPU0(Allocated/Total)`, `GPU Memory(MiB)`);
+ *   - a cordoned node says "(SchedulingDisabled)" after its name (e#8: its
  *     memory still counts, pods hold it, but nothing new will land there);
  *   - a GPU a node does not have is "-" (Aliyun: 0/0), an unhealthy GPU says
  *     so in its cell;
  *   - Aliyun's PENDING column is UNASSIGNED: memory held on the node by
- *     containers without a vgpu.io/assigned entry ("?" when the resource has
- *     no memory size, and the node's GPU Memory then reads "N+?/T");
- *   - a GPU Cores(%) column (and a Cores line with -d): the compute share;
- *   - with -d the pod table's headers carry the unit too.
+ *     containers without a vgpu.io/assigned entry;
+ *   - a GPU Cores(%) column (and a Cores line with -d): the compute share,
+ *     shown next to a pod's memory as "3803 (25%)";
+ *   - the dash line is as wide as the first row plus 20.
  * Numbers come from table.c; this file only lays them out.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "grid.h"
-#include "inspect.h"
-
-static void unassigned_cell(struct grid *g, int col, long long mem, bool unknown) {
-  if (unknown && mem == 0)
-    grid_set(g, col, "?");
-  else
-    grid_set(g, col, unknown ? "%lld+?" : "%lld", mem);
-}
+#include "render.h"
 
 static void summary_row(struct grid *g, const struct ins_cluster *cl, const struct ins_node *n) {
   int col = 0;
@@ -42,10 +34,10 @@ static void summary_row(struct grid *g, const struct ins_cluster *cl, const stru
              gpu->u_total);
   }
   if (cl->any_unassigned) {
-    if (n->nun > 0) unassigned_cell(g, col, n->u_unassigned, n->unknown_memory);
+    if (n->nun > 0) ins_unassigned_cell(g, col, n, NULL);
     col++;
   }
-  grid_set(g, col++, n->unknown_memory ? "%lld+?/%lld" : "%lld/%lld", n->u_alloc, n->u_total);
+  ins_node_memory_cell(g, col++, n);
   grid_set(g, col, "%d/%d", n->cores_alloc, n->cores_total);
 }
 
@@ -73,73 +65,19 @@ static int render_summary(const struct ins_cluster *cl, FILE *out) {
 
 /* ---- -d: one block per node, one row per pod ---- */
 
-struct pod_row {
-  const char *ns, *pod;
-};
-
-static int row_cmp(const void *a, const void *b) {
-  const struct pod_row *x = a, *y = b;
-  int c = strcmp(x->ns, y->ns);
-  return c != 0 ? c : strcmp(x->pod, y->pod);
-}
-
-static void add_row(struct pod_row *rows, int *n, const char *ns, const char *pod) {
-  for (int i = 0; i < *n; i++)
-    if (strcmp(rows[i].ns, ns) == 0 && strcmp(rows[i].pod, pod) == 0) return;
-  rows[*n].ns = ns;
-  rows[(*n)++].pod = pod;
-}
-
-/* The distinct pods of node n, sorted; NULL when out of memory. */
-static struct pod_row *node_pods(const struct ins_node *n, int *count) {
-  int cap = n->nun + 1;
-  for (int i = 0; i < n->ngpus; i++) cap += n->gpu[i].nuses;
-  struct pod_row *rows = calloc((size_t)cap, sizeof(*rows));
-  if (rows == NULL) return NULL;
-  *count = 0;
-  for (int i = 0; i < n->ngpus; i++)
-    for (int k = 0; k < n->gpu[i].nuses; k++)
-      add_row(rows, count, n->gpu[i].uses[k].ns, n->gpu[i].uses[k].pod);
-  for (int i = 0; i < n->nun; i++) add_row(rows, count, n->un[i].ns, n->un[i].pod);
-  qsort(rows, (size_t)*count, sizeof(*rows), row_cmp);
-  return rows;
-}
-
-static bool same_pod(const struct pod_row *r, const char *ns, const char *pod) {
-  return strcmp(r->ns, ns) == 0 && strcmp(r->pod, pod) == 0;
-}
-
-static void pod_cells(struct grid *g, const struct ins_node *n, const struct pod_row *r) {
+static void pod_cells(struct grid *g, const struct ins_node *n, const struct ins_pod_row *r) {
   int col = 2;
   for (int i = 0; i < n->ngpus; i++, col++) {
-    long long mem = 0;
     int cores = 0;
-    for (int k = 0; k < n->gpu[i].nuses; k++) {
-      const struct ins_use *u = &n->gpu[i].uses[k];
-      if (!same_pod(r, u->ns, u->pod)) continue;
-      mem += u->u_memory;
-      cores += u->cores;
-    }
+    long long mem = ins_pod_gpu_memory(n, r, i, &cores);
     grid_set(g, col, cores > 0 ? "%lld (%d%%)" : "%lld", mem, cores);
   }
-  if (n->nun == 0) return;
-  long long mem = 0;
-  bool unknown = false;
-  for (int i = 0; i < n->nun; i++) {
-    if (!same_pod(r, n->un[i].ns, n->un[i].pod)) continue;
-    mem += n->un[i].u_memory;
-    unknown |= n->un[i].memory < 0;
-  }
-  unassigned_cell(g, col, mem, unknown);
-}
-
-static int pct(long long part, long long whole) {
-  return whole > 0 ? (int)(part * 100 / whole) : 0;
+  if (n->nun > 0) ins_unassigned_cell(g, col, n, r);
 }
 
 static int render_node_detail(const struct ins_node *n, const char *unit, FILE *out) {
   int npods = 0;
-  struct pod_row *rows = node_pods(n, &npods);
+  struct ins_pod_row *rows = ins_node_pods(n, &npods);
   if (rows == NULL) return -1;
   struct grid g;
   grid_init(&g, 2 + n->ngpus + (n->nun > 0 ? 1 : 0));
@@ -162,9 +100,9 @@ static int render_node_detail(const struct ins_node *n, const char *unit, FILE *
   free(rows);
   if (oom) return -1;
   fprintf(out, "Allocated :  %lld (%d%%)\nTotal :      %lld\n", n->u_alloc,
-          pct(n->u_alloc, n->u_total), n->u_total);
+          ins_pct(n->u_alloc, n->u_total), n->u_total);
   fprintf(out, "Cores :      %d/%d (%d%%)\n", n->cores_alloc, n->cores_total,
-          pct(n->cores_alloc, n->cores_total));
+          ins_pct(n->cores_alloc, n->cores_total));
   for (size_t i = 0; i < len + 10; i++) fputc('-', out);
   fputc('\n', out);
   return 0;
@@ -178,14 +116,7 @@ static int render_detail(const struct ins_cluster *cl, FILE *out) {
   return 0;
 }
 
-int ins_render_text(const struct ins_cluster *cl, bool detail, FILE *out, struct vg_err *err) {
-  if (cl->nnodes == 0) {
-    fputs(
-        "No GPU nodes: no node carries the vgpu.io/gpu-inventory annotation "
-        "(is vgpu-device-plugin running?)\n",
-        out);
-    return 0;
-  }
+int ins_render_wide(const struct ins_cluster *cl, bool detail, FILE *out, struct vg_err *err) {
   int rc = detail ? render_detail(cl, out) : render_summary(cl, out);
   return rc == 0 ? 0 : vg_err_set(err, "out of memory while rendering the table");
 }
