@@ -462,6 +462,7 @@ static int parse_flags(struct ctx *c, yaml_node_t *n) {
                                       "nvidiaDevRoot",
                                       "gdsEnabled",
                                       "mofedEnabled",
+                                      "gdrcopyEnabled",
                                       "useNodeFeatureAPI",
                                       "deviceDiscoveryStrategy",
                                       "plugin",
@@ -473,6 +474,7 @@ static int parse_flags(struct ctx *c, yaml_node_t *n) {
                                              "cdiAnnotationPrefix",
                                              "nvidiaCTKPath",
                                              "containerDriverRoot",
+                                             "sharedDevicesAllocationPolicy",
                                              NULL};
   static const char *const known_gfd[] = {"oneshot",    "noTimestamp",     "sleepInterval",
                                           "outputFile", "machineTypeFile", NULL};

@@ -203,9 +203,10 @@ static void test_nvidia_full_schema(void **s) {
   assert_true(cfg.ts.fail_requests_greater_than_one && !cfg.ts.rename_by_default);
   assert_string_equal(cfg.warnings,
                       "config: these NVIDIA settings have no effect here: flags.failOnInitError, "
-                      "flags.nvidiaDriverRoot, flags.plugin.passDeviceSpecs, "
+                      "flags.nvidiaDriverRoot, flags.gdrcopyEnabled, flags.plugin.passDeviceSpecs, "
                       "flags.plugin.deviceListStrategy, flags.plugin.deviceIDStrategy, "
-                      "flags.plugin.containerDriverRoot, flags.gfd.oneshot, "
+                      "flags.plugin.containerDriverRoot, "
+                      "flags.plugin.sharedDevicesAllocationPolicy, flags.gfd.oneshot, "
                       "flags.gfd.noTimestamp, flags.gfd.sleepInterval, flags.gfd.outputFile, "
                       "resources.gpus, resources.mig, sharing.mps (MPS is not provided; only "
                       "sharing.timeSlicing shares GPUs) (docs/configuration.md)");
