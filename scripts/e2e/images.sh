@@ -12,7 +12,7 @@
 #                                     paths; PATH starts with /opt/vgpu/bin
 #                                     Its default command prints what the container was given
 #                                     (env, preload, vgpu status) then sleeps: the seeds' images
-#                                     that have no command of their own run it
+#                                     that have no command of their own run it; working dir /app
 #   images.sh kube-scheduler [OUT_TAR]  registry.k8s.io/kube-scheduler:<the cluster's version>: the
 #                                     cluster's own (static) kube-scheduler, for deploy/'s
 #                                     scheduler Deployment; default OUT_TAR
@@ -83,7 +83,7 @@ build_workload() {
   mkdir -p "$root/opt/vgpu/bin" "$root/tmp" "$root/etc" "$root/proc" "$root/sys" "$root/dev"
   chmod 1777 "$root/tmp"
   add_files "$root" libs "$@"
-  finish_workload "$dir" "$E2E_WORKLOAD_IMAGE" "$out"
+  finish_workload "$dir" "$E2E_WORKLOAD_IMAGE" "$out" /app
 }
 
 # add_files ROOT libs|nolibs FILE...: each FILE into /opt/vgpu/bin (FILE=/ABS/PATH: that path).
@@ -98,11 +98,13 @@ add_files() {
   done
 }
 
-# finish_workload DIR REF OUT_TAR: a workload image's config (PATH starts with /opt/vgpu/bin).
+# finish_workload DIR REF OUT_TAR [WORKDIR]: a workload image's config (PATH starts with
+# /opt/vgpu/bin; the working directory is WORKDIR, default /).
 finish_workload() {
   image_finish "$1" "$2" "$3" \
     --config.env PATH=/opt/vgpu/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --config.entrypoint sh --config.entrypoint -c --config.cmd "$WORKLOAD_DEFAULT" --config.workingdir /
+    --config.entrypoint sh --config.entrypoint -c --config.cmd "$WORKLOAD_DEFAULT" \
+    --config.workingdir "${4:-/}"
 }
 
 WORKLOAD_DEFAULT='env | grep -E "^(NVIDIA|CUDA|VGPU)" | sort; cat /etc/ld.so.preload; vgpu status; exec sleep infinity'

@@ -29,14 +29,17 @@ static void memory_text(const int64_t *mem, int n, char *buf, size_t len) {
   }
 }
 
-/* "30 %", or "30 %/50 %" when the GPUs differ. */
+/* "30 %", or "30 %/50 %" when the GPUs differ; 0 (no compute limit) reads
+ * "unlimited", as `vgpu status` says. */
 static void cores_text(const int *cores, int n, char *buf, size_t len) {
   bool same = true;
   for (int i = 1; i < n; i++) same = same && cores[i] == cores[0];
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; i < (same ? 1 : n) && used < len; i++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%d %%", i ? "/" : "", cores[i]);
+    used += (size_t)(cores[i] == 0
+                         ? snprintf(buf + used, len - used, "%sunlimited", i ? "/" : "")
+                         : snprintf(buf + used, len - used, "%s%d %%", i ? "/" : "", cores[i]));
 }
 
 /* "memory 3000 MiB, cores 30 % per GPU (was 2000 MiB, 30 %)" */

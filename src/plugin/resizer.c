@@ -233,9 +233,10 @@ static void apply_answer(struct vg_resizer *r, struct open_pod *op, const struct
   }
   struct vg_resize_status applied = {.phase = VG_RESIZE_APPLIED};
   snprintf(applied.id, sizeof(applied.id), "%s", st->id);
-  char m[32];
-  snprintf(applied.reason, sizeof(applied.reason), "container %s: memory %s, cores %u %% per GPU",
-           d->container, vg_format_size(g.gpu[0].memory, m, sizeof(m)), as_share(g.gpu[0].cores));
+  char m[32], c[16] = "unlimited";
+  if (as_share(g.gpu[0].cores) < 100) snprintf(c, sizeof(c), "%u %%", g.gpu[0].cores);
+  snprintf(applied.reason, sizeof(applied.reason), "container %s: memory %s, cores %s per GPU",
+           d->container, vg_format_size(g.gpu[0].memory, m, sizeof(m)), c);
   if (answer(r, op, &applied, NULL, true) != 0) return;
   char msg[VG_RESIZE_REASON_MAX + VG_RESIZE_ID_MAX + 32];
   snprintf(msg, sizeof(msg), "resize %s applied: %s", applied.id, applied.reason);

@@ -26,6 +26,7 @@ import yaml
 import install
 import kube
 from kube import E2EError
+from transcript import Transcript
 
 NS = "e2e"
 IMAGE = "localhost/vgpu-e2e/workload:latest"
@@ -46,6 +47,7 @@ class Ctx:
         self.work = self.env["VGPU_E2E_WORK"]
         self.agents = install.Installation(self.env, self.build, self.work)
         self.created = []
+        self.seed_files = []  # the seeds' YAMLs a case applied (delete_seeds)
 
     def sim(self, *args):
         proc = subprocess.run([os.path.join(self.build, "bin", "vgpu-sim"), *args],
@@ -978,18 +980,6 @@ def wait_seed_pods(app, replicas):
                                                  for p in deployment_pods(app)))
 
 
-def check_seed(app, replicas, memory, cores=None, limited=True):
-    """Each of the Deployment's pods was routed to vgpu-scheduler by the
-    webhook, placed by the extender, and its container is limited as the
-    seed asks (the probe run with kubectl exec)."""
-    for pod in wait_seed_pods(app, replicas):
-        name = pod["metadata"]["name"]
-        check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
-              "admission did not send the pod to vgpu-scheduler", kube.pod_summary(name, SEED_NS))
-        log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
-        check_inside(name, log, memory, cores, limited, ns=SEED_NS)
-
-
 def delete_seeds(files):
     """As delete_pods: until the containers stopped (their devices are free),
     not until a 1.20 kubelet got round to removing the objects."""
@@ -1005,27 +995,325 @@ def delete_seeds(files):
                       state=lambda: kube.pod_summary(name, SEED_NS))
 
 
-def run_seeds(files, checks):
-    for file in files:
-        kube.kubectl("apply", "-f", "-", stdin=seed_objects(file))
-    try:
-        for args in checks:
-            check_seed(*args)
-    finally:
-        delete_seeds(files)
+def seed_pod(app):
+    """The one running pod of a seed's Deployment, checked to have been
+    routed to vgpu-scheduler by the webhook (the seed sets no scheduler, or
+    Volcano's)."""
+    pod = wait_seed_pods(app, 1)[0]
+    name = pod["metadata"]["name"]
+    check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
+          "admission did not send the pod to vgpu-scheduler", kube.pod_summary(name, SEED_NS))
+    return name
 
 
-@case("seeds")
-def seeds(ctx):
-    """The seeds' Deployments as written, every dialect on one node, through
-    the admission path: 000/001 (HAMi, no schedulerName: 200 MiB, cores 0),
-    002 (Aliyun, 3803 MiB), 004 (CCE, schedulerName volcano, 40 x 128 MiB and
-    25 percent), then 003 (NVIDIA's 4 replicas of nvidia.com/gpu: 1, which take
-    every replica of both GPUs: each runs, none memory-limited, as NVIDIA's)."""
-    run_seeds(["000-vgpu.yaml", "002-gpushare.yaml", "004-cce.yaml"],
-              [("gpu-burn-test", 1, 200 * MIB), ("binpack-1", 1, 3803 * MIB),
-               ("gpu-app", 1, 40 * 128 * MIB, 25)])
-    run_seeds(["003-time-slicing.yaml"], [("gpu-test", 4, GPU_MEMORY, None, False)])
+def user_kubectl(ctx, *args, stdin=None, timeout=120):
+    """kubectl as the seed's reader runs it, with vgpu's kubectl plugins on
+    PATH; its stdout and stderr together, as a terminal shows them."""
+    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
+    proc = subprocess.run(["kubectl", *args], input=stdin, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise E2EError("kubectl %s: exit %d\n%s%s" % (" ".join(args), proc.returncode,
+                                                      proc.stdout, proc.stderr))
+    return proc.stderr + proc.stdout
+
+
+def apply_seed(ctx, tr, file, shown):
+    """`kubectl apply -f` of the seed's YAML as written; the Deployment is
+    deleted when the case ends (run_case's cleanup does not know it)."""
+    ctx.seed_files.append(file)
+    return tr.shell("kubectl apply -f " + shown,
+                    user_kubectl(ctx, "apply", "-f", "-", stdin=seed_objects(file)))
+
+
+def session(ctx, tr, pod, typed, timeout=240):
+    """`kubectl exec -it POD -- /bin/bash` and the lines the seed types in it
+    (stdin instead of a terminal: -i without -t)."""
+    out = user_kubectl(ctx, "exec", "-i", pod, "--", "/bin/bash", stdin="\n".join(typed) + "\n",
+                       timeout=timeout)
+    tr.shell("kubectl exec -it %s -- /bin/bash" % pod, "".join("# %s\n" % t for t in typed) + out)
+    return out
+
+
+def burn_rate(out):
+    m = re.search(r"ran \d+ kernels in [\d.]+ s: ([\d.]+) kernels/s", out)
+    if not m:
+        raise E2EError("gpu_burn printed no rate:\n" + out)
+    return float(m.group(1))
+
+
+def burn_allocated(out):
+    m = re.search(r"allocated (\d+) bytes", out)
+    if not m:
+        raise E2EError("gpu_burn printed no allocation:\n" + out)
+    return int(m.group(1))
+
+
+def status_json(pod):
+    return json.loads(kube.kubectl("exec", "-n", SEED_NS, pod, "--", "vgpu", "status", "--json")
+                      .strip().splitlines()[-1])
+
+
+@case("seed-000-dynamic")
+def seed_000(ctx):
+    """Seeds 000/001 (HAMi) as written: the Deployment (200 MiB, cores 0),
+    `export CUDA_DEVICE_SM_LIMIT=10` then `./gpu_burn 60` runs at a tenth of
+    the GPU, and `vgpu status` in the pod shows before and after; the
+    memory step's 300m is held to the pod's 200 MiB grant (a tenant cannot
+    raise its own limit, docs/security.md) and `kubectl vgpu resize` is how
+    the 300 MiB is given."""
+    tr = Transcript("seed-000-dynamic", "dynamic-allocation.md")
+    tr.say("Create the seed's Deployment as written (200 MiB, compute unlimited)")
+    apply_seed(ctx, tr, "000-vgpu.yaml", "gpu-burn-test.yaml")
+    pod = seed_pod("gpu-burn-test")
+    tr.ok("pod %s placed by vgpu-scheduler (the webhook routed it)" % pod)
+    tr.say("Before: the pod's GPU resources, seen from inside (the seed's screenshot)")
+    tr.shell("kubectl exec %s -- vgpu status" % pod,
+             user_kubectl(ctx, "exec", pod, "--", "vgpu", "status"))
+    dev = status_json(pod)["devices"][0]
+    check(dev["mem_limit"] == 200 * MIB and dev["sm_limit"] in (0, 100),
+          "before: limits are not 200 MiB and unlimited: %s" % dev)
+    tr.ok("memory limit 200 MiB, compute unlimited")
+    tr.say("gpu_burn with no compute limit, for comparison (not a step of the seed)")
+    full = burn_rate(session(ctx, tr, pod, ["./gpu_burn 10"]))
+    tr.say("Dynamic allocation of compute power: the seed's steps")
+    limited = burn_rate(session(ctx, tr, pod, ["export CUDA_DEVICE_SM_LIMIT=10",
+                                               "./gpu_burn 60"]))
+    ratio = limited / full
+    check(0.05 <= ratio <= 0.15, "at CUDA_DEVICE_SM_LIMIT=10 gpu_burn ran at %.1f %% of its "
+          "unlimited rate" % (100 * ratio))
+    tr.ok("throughput at 10 %% = %.0f %% of unlimited" % (100 * ratio))
+    tr.say("After: the container's compute limit is now 10 %")
+    tr.shell("kubectl exec %s -- vgpu status" % pod,
+             user_kubectl(ctx, "exec", pod, "--", "vgpu", "status"))
+    dev = status_json(pod)["devices"][0]
+    check(round(dev["sm_limit"]) == 10, "after: SM limit %s, not 10" % dev["sm_limit"])
+    tr.ok("SM limit 10 %")
+    tr.say("Dynamic allocation of memory: the seed's steps (300m in a 200 MiB pod)")
+    out = session(ctx, tr, pod, ["export CUDA_DEVICE_MEMORY_LIMIT_0=300m",
+                                 "export CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/d.cache",
+                                 "./gpu_burn 60"])
+    got = burn_allocated(out)
+    check(got <= 200 * MIB and "above this container's grant" in out,
+          "the tenant raised its own memory limit to %d bytes:\n%s" % (got, out))
+    tr.ok("the pod's grant holds: %d MiB, and the program is told why" % (got // MIB))
+    tr.say("Raising memory is the operator's: kubectl vgpu resize, no restart")
+    tr.shell("kubectl vgpu resize %s --memory 300Mi" % pod,
+             user_kubectl(ctx, "vgpu", "resize", pod, "--memory", "300Mi"))
+    out = session(ctx, tr, pod, ["./gpu_burn 1"])
+    got = burn_allocated(out)
+    check(200 * MIB < got <= 300 * MIB, "after the resize gpu_burn got %d bytes" % got)
+    tr.ok("gpu_burn now gets %d MiB" % (got // MIB))
+    tr.finish()
+
+
+def node_ip(ctx):
+    for a in kube.node(ctx.node)["status"].get("addresses", []):
+        if a["type"] == "InternalIP":
+            return a["address"]
+    return "unknown"
+
+
+def aliyun_summary(nodes, unit):
+    """Aliyun's `kubectl inspect gpushare` table for NODES [(name, ip,
+    [(allocated, total) per GPU])], built here from its rules (Go's
+    tabwriter, two spaces; the dash line: the first row's cells joined by
+    tabs, plus 41), independently of vgpu's renderer; aliyun_table_rules
+    checks these rules give seed 002's text for seed 002's cluster."""
+    ngpus = max(len(g) for _, _, g in nodes)
+    rows = [["NAME", "IPADDRESS"] + ["GPU%d(Allocated %s/Total %s)" % (i, unit, unit)
+                                     for i in range(ngpus)] + ["GPU Memory"]]
+    used = total = 0
+    for name, ip, gpus in nodes:
+        gpus = gpus + [(0, 0)] * (ngpus - len(gpus))
+        a, t = sum(g[0] for g in gpus), sum(g[1] for g in gpus)
+        rows.append([name, ip] + ["%d/%d" % g for g in gpus] + ["%d/%d" % (a, t)])
+        used, total = used + a, total + t
+    widths = [max(len(r[c]) for r in rows) + 2 for c in range(len(rows[0]))]
+    text = "".join("".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + r[-1] + "\n"
+                   for r in rows)
+    text += "-" * (len("\t".join(rows[1])) + 41) + "\n"
+    return text + "Allocated/Total GPU Memory In Cluster:\n%d/%d (%d%%)\n" % (
+        used, total, used * 100 // total)
+
+
+def aliyun_table_rules():
+    with open(os.path.join(install.ROOT, "tests", "inspect", "golden", "gpushare-mib.txt")) as f:
+        seed = f.read()
+    mine = aliyun_summary([("i-2ze0gl97vw1", "192.168.0.72", [(7606, 7606)]),
+                           ("i-2ze0gl97vw2", "192.168.0.73", [(3803, 7606)]),
+                           ("i-2ze0gl97vw3", "192.168.0.71", [(7606, 7606)])], "MiB")
+    check(mine == seed, "the e2e's Aliyun table rules do not give seed 002's table:\n" + mine)
+
+
+def wait_only_holder(ctx, keep):
+    """Waits until pod KEEP is the only one inspect counts on the node. The
+    pods of earlier cases have stopped, but a 1.20 kubelet may leave their
+    objects a minute, and inspect (as the scheduler) counts a pod until its
+    object is gone; those are removed with --force, as an operator would."""
+    def others():
+        doc = inspect_json(ctx)
+        held = {(p["namespace"], p["pod"]) for n in doc["nodes"] for g in n["gpus"]
+                for p in g["pods"]}
+        held |= {(u["namespace"], u["pod"]) for n in doc["nodes"] for u in n["unassigned"]}
+        return sorted(h for h in held if h[1] != keep)
+
+    def quiet():
+        left = others()
+        for ns, name in left:
+            obj = kube.get("pod", name, ns)
+            if obj and obj["metadata"].get("deletionTimestamp") and kube.pod_stopped(name, ns):
+                kube.kubectl("delete", "pod", "-n", ns, name, "--force", "--grace-period=0",
+                             "--ignore-not-found", check=False)
+        return not left
+    kube.wait_for("pod %s to be the only one holding GPU memory" % keep, quiet, 120,
+                  state=lambda: "others: %s" % others())
+
+
+@case("seed-002-gpushare")
+def seed_002(ctx):
+    """Seed 002 (Aliyun gpushare) as written: the binpack-1 Deployment
+    (aliyun.com/gpu-mem: 3803), `kubectl inspect gpushare` byte for byte in
+    Aliyun's layout, the two ALIYUN_COM_GPU_MEM_* variables the seed lists,
+    and (unlike gpushare) the 3803 MiB enforced."""
+    aliyun_table_rules()
+    tr = Transcript("seed-002-gpushare", "gpushare.md")
+    tr.say("Request GPU sharing: the seed's Deployment as written")
+    apply_seed(ctx, tr, "002-gpushare.yaml", "binpack-1.yaml")
+    pod = seed_pod("binpack-1")
+    tr.ok("pod %s placed by vgpu-scheduler (the webhook routed it)" % pod)
+    gpu = [g["uuid"] for g in assigned_gpus(pod, SEED_NS)][0]
+    inv = {g["uuid"]: g["index"] for g in json.loads(kube.node(ctx.node)["metadata"]
+                                                     ["annotations"]["vgpu.io/gpu-inventory"])
+           ["gpus"]}
+    total = GPU_MEMORY // MIB
+    gpus = [(3803 if inv[gpu] == i else 0, total) for i in range(len(inv))]
+    wait_only_holder(ctx, pod)
+    want = aliyun_summary([(ctx.node, node_ip(ctx), gpus)], "MiB")
+    tr.say("Query the allocation status of the shared GPU")
+    got = tr.shell("kubectl inspect gpushare", user_kubectl(ctx, "inspect", "gpushare"))
+    check(got == want, "kubectl inspect gpushare is not Aliyun's table:\n--- want\n%s--- got\n%s"
+          % (want, got))
+    tr.ok("byte for byte Aliyun's layout (seed 002's header, columns and dash line)")
+    tr.shell("kubectl inspect gpushare -d", user_kubectl(ctx, "inspect", "gpushare", "-d"))
+    tr.say("The environment variables the seed lists")
+    out = tr.shell("kubectl exec %s -- env | grep ALIYUN_COM_GPU_MEM" % pod, "".join(
+        line + "\n" for line in sorted(user_kubectl(ctx, "exec", pod, "--", "env").splitlines())
+        if line.startswith("ALIYUN_COM_GPU_MEM")))
+    env = dict(line.split("=", 1) for line in out.splitlines())
+    check(env == {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803"},
+          "ALIYUN_COM_GPU_MEM_*: %s" % env)
+    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB" % total)
+    tr.say("Isolation: the container cannot take more than its 3803 MiB")
+    out = tr.shell("kubectl exec %s -- vgpu-burn --alloc 8g --chunk 16m" % pod,
+                   user_kubectl(ctx, "exec", pod, "--", "vgpu-burn", "--alloc", "8g",
+                                "--chunk", "16m"))
+    got = burn_allocated(out)
+    check(3803 * MIB - 16 * MIB <= got <= 3803 * MIB, "allocated %d bytes of 3803 MiB" % got)
+    tr.ok("stopped at %d MiB" % (got // MIB))
+    tr.finish()
+
+
+@case("seed-003-time-slicing")
+def seed_003(ctx):
+    """Seed 003 (NVIDIA time-slicing) with vgpu's names: the device plugin's
+    rollout restart, the seed's jq query answers "4" (two GPUs, replicas: 2),
+    `kubectl logs -l` shows the time-slicing configuration, and the 4
+    replicas of nvidia.com/gpu: 1 all run, none memory-limited, sharing the
+    GPU's memory as the seed warns."""
+    tr = Transcript("seed-003-time-slicing", "time-slicing.md")
+    tr.say("Restart the device plugin to pick up the configuration")
+    tr.shell("kubectl rollout restart daemonset/vgpu-device-plugin -n vgpu-system",
+             user_kubectl(ctx, "rollout", "restart", "daemonset/vgpu-device-plugin", "-n",
+                          "vgpu-system"))
+    kube.kubectl("-n", install.NS, "rollout", "status", "daemonset/" + install.PLUGIN,
+                 "--timeout=120s", timeout=140)
+    kube.wait_for("the device plugin's /healthz", ctx.agents.plugin_healthy, 60,
+                  state=lambda: ctx.agents.tail(install.PLUGIN))
+    tr.say("Verify: the node reports 4 GPUs")
+    query = "kubectl get nodes -o json | jq '.items[].status.allocatable | .\"nvidia.com/gpu\"'"
+    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
+
+    def four():
+        p = subprocess.run(["sh", "-c", query], env=env, capture_output=True, text=True,
+                           timeout=60)
+        return p.stdout if p.stdout.strip() == '"4"' else None
+    tr.shell(query, kube.wait_for("the node to report 4 nvidia.com/gpu", four, 90,
+                                  state=lambda: json.dumps(kube.node(ctx.node)["status"]
+                                                           ["allocatable"])))
+    tr.ok("4 = 2 GPUs x replicas: 2")
+    tr.say("Check the device plugin's logs")
+    logs = user_kubectl(ctx, "logs", "-n", "vgpu-system", "-l",
+                        "app.kubernetes.io/name=vgpu-device-plugin")
+    lines = [line for line in logs.splitlines() if "nvidia.com/gpu" in line]
+    tr.shell("kubectl logs -n vgpu-system -l app.kubernetes.io/name=vgpu-device-plugin "
+             "| grep nvidia.com/gpu", "\n".join(lines))
+    check(lines, "the device plugin's log does not mention nvidia.com/gpu:\n" + logs)
+    tr.ok("the plugin logged what it serves")
+    tr.say("The seed's Deployment: 4 replicas of nvidia.com/gpu: 1")
+    apply_seed(ctx, tr, "003-time-slicing.yaml", "gpu-test.yaml")
+    pods = wait_seed_pods("gpu-test", 4)
+    tr.shell("kubectl get pods -l app=gpu-test",
+             user_kubectl(ctx, "get", "pods", "-l", "app=gpu-test"))
+    for p in pods:
+        name = p["metadata"]["name"]
+        log = kube.kubectl("-n", SEED_NS, "exec", name, "--", "sh", "-c", PROBE, timeout=90)
+        check_inside(name, log, GPU_MEMORY, None, False, ns=SEED_NS)
+    tr.ok("all 4 run; each sees the whole GPU's memory (no memory isolation, as the seed says)")
+    tr.shell("kubectl exec %s -- nvidia-smi" % pods[0]["metadata"]["name"],
+             user_kubectl(ctx, "exec", pods[0]["metadata"]["name"], "--", "nvidia-smi"))
+    tr.finish()
+
+
+def smi_memory(out):
+    m = re.search(r"(\d+)MiB / +(\d+)MiB", out)
+    if not m:
+        raise E2EError("nvidia-smi shows no memory line:\n" + out)
+    return int(m.group(1)), int(m.group(2))
+
+
+@case("seed-004-cce")
+def seed_004(ctx):
+    """Seed 004 (Huawei CCE) as written (only its image placeholder
+    replaced): 40 x 128 MiB and 25 %, schedulerName volcano; nvidia-smi in
+    the pod shows 5120 MiB as in the seed, on the node the whole GPU; the
+    node's allocatable counts are its GPUs' memory in 128 MiB units."""
+    tr = Transcript("seed-004-cce", "cce.md")
+    tr.say("Create the application (the seed's gpu-app.yaml, memory and compute)")
+    apply_seed(ctx, tr, "004-cce.yaml", "gpu-app.yaml")
+    pod = seed_pod("gpu-app")
+    tr.ok("pod %s placed by vgpu-scheduler (the webhook routed it from volcano)" % pod)
+    tr.say("Log in to the pod and check the GPU memory allocated to it")
+    out = tr.shell("kubectl exec -it %s -- nvidia-smi" % pod,
+                   user_kubectl(ctx, "exec", pod, "--", "nvidia-smi"))
+    check(smi_memory(out)[1] == 5120 and "0MiB /  5120MiB" in out,
+          "nvidia-smi in the pod does not show 0MiB /  5120MiB:\n" + out)
+    tr.ok("the seed's memory line: 0MiB /  5120MiB")
+    dev = status_json(pod)["devices"][0]
+    check(round(dev["sm_limit"]) == 25, "SM limit %s, not 25" % dev["sm_limit"])
+    tr.ok("compute limit 25 %")
+    tr.say("nvidia-smi on the node: the whole GPU")
+    host = subprocess.run([os.path.join(ctx.build, "bin", "vgpu"), "smi"], capture_output=True,
+                          text=True, timeout=30,
+                          env=dict(ctx.env, LD_LIBRARY_PATH=os.path.join(ctx.build, "sim"),
+                                   VGPU_SIM_STATE=ctx.env["VGPU_E2E_SIM_STATE"]))
+    tr.shell("nvidia-smi", host.stdout + host.stderr)
+    check(host.returncode == 0 and smi_memory(host.stdout)[1] == GPU_MEMORY // MIB,
+          "the node's nvidia-smi does not show the GPU's %d MiB" % (GPU_MEMORY // MIB))
+    tr.ok("%d MiB on the node" % (GPU_MEMORY // MIB))
+    tr.say("The node's allocatable virtual GPU resources")
+    query = ("kubectl get node %s -o json | jq -c '.status.allocatable | with_entries("
+             "select(.key | startswith(\"volcano.sh\")))'" % ctx.node)
+    out = subprocess.run(["sh", "-c", query], capture_output=True, text=True, timeout=60)
+    tr.shell(query.replace(ctx.node, "<node>"), out.stdout + out.stderr)
+    alloc = json.loads(out.stdout)
+    inv = json.loads(kube.node(ctx.node)["metadata"]["annotations"]["vgpu.io/gpu-inventory"])
+    units = sum(r["count"] for g in inv["gpus"] for r in g["resources"]
+                if r["name"] == "volcano.sh/gpu-mem.128Mi")
+    check(alloc.get("volcano.sh/gpu-mem.128Mi") == str(units),
+          "allocatable %s, the inventory says %d" % (alloc, units))
+    tr.ok("volcano.sh/gpu-mem.128Mi = %s, what the GPU inventory advertises" % units)
+    tr.finish()
 
 
 @case("uninstall")
@@ -1053,6 +1341,8 @@ def run_case(ctx, name, fn, xfail):
     finally:
         try:
             delete_pods(ctx)
+            delete_seeds(ctx.seed_files)
+            ctx.seed_files.clear()
         except Exception as e:  # noqa: BLE001
             print("  cleanup of %s failed: %s" % (name, e), flush=True)
     print("%-6s %-26s %5.1fs %s" % (verdict, name, time.monotonic() - start,

@@ -32,8 +32,10 @@ preflight() {
   if [ -n "${VGPU_E2E_SKIP:-}" ]; then skip "VGPU_E2E_SKIP is set: $VGPU_E2E_SKIP"; fi
 }
 
+# The seeds' images run a shell and gpu_burn from /app (tests/e2e/workload/).
 workload_files() {
-  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim" "$(nopreload_loader)"
+  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim" "$(nopreload_loader)" \
+    "tests/e2e/workload/gpu_burn=/app/gpu_burn" "tests/e2e/workload/bash=/bin/bash"
 }
 
 # This machine's dynamic loader with /etc/ld.so.preload renamed: what a tenant
@@ -58,6 +60,7 @@ EOF
 write_runtime() {
   local out=$VGPU_E2E_STATE.sim-runtime
   sed -e "s|@RUNC@|$(command -v runc)|" -e "s|@SIM_LIB_DIR@|$BUILD/sim|" \
+      -e "s|@SIM_SMI@|$BUILD/bin/vgpu|" \
       -e "s|@SIM_STATE_FILE@|$SIM_STATE_DIR/state|" -e "s|@LOG@|$VGPU_E2E_STATE/logs/sim-runtime.log|" \
       tests/e2e/sim-runtime.in >"$out"
   chmod 0755 "$out"

@@ -290,6 +290,12 @@ def test_no_wait(args, c):
     check(out == "pod/nw container main: resize %s requested: memory 1 GiB, cores 20 %%/50 %% "
           "per GPU (was 2000 MiB/4000 MiB, 20 %%/50 %%); not waiting for the answer\n"
           % req.get("id"), "--no-wait: output %r" % out)
+    # No compute limit (cores 0) reads "unlimited", as vgpu status says.
+    c.add(pod_object("unl", {"main": [gpu("GPU-uuu", 2000, 0)]}))
+    rc, out, err = run(args.bin, ["resize", "unl", "--memory", "3000m", "--no-wait",
+                                  "--kubeconfig", c.kubeconfig])
+    check(rc == 0 and "memory 3000 MiB, cores unlimited per GPU (was 2000 MiB, unlimited)" in out,
+          "--no-wait, no compute limit: exit %d, output %r" % (rc, out))
     # A request that has its final answer but whose label is still there does
     # not block a new one.
     c.annotate("nw", {STATUS: json.dumps({"id": req.get("id"), "phase": "Applied"})})
