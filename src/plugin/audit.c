@@ -139,7 +139,7 @@ static struct gpu_state *state_of(struct vg_audit *a, const char *uuid) {
   if (a->ngpus == VG_MAX_GPUS) return NULL;
   struct gpu_state *s = &a->gpus[a->ngpus++];
   memset(s, 0, sizeof(*s));
-  snprintf(s->uuid, sizeof(s->uuid), "%s", uuid);
+  snprintf(s->uuid, sizeof(s->uuid), "%.*s", (int)sizeof(s->uuid) - 1, uuid);
   return s;
 }
 
