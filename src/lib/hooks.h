@@ -95,15 +95,18 @@
   X(cuMemGetAllocationGranularity)
 
 /* NVML entry points we replace, and those we only call. */
-#define VG_NVML_HOOKS(X)              \
-  X(nvmlDeviceGetCount)               \
-  X(nvmlDeviceGetCount_v2)            \
-  X(nvmlDeviceGetHandleByIndex)       \
-  X(nvmlDeviceGetHandleByIndex_v2)    \
-  X(nvmlDeviceGetHandleByPciBusId_v2) \
-  X(nvmlDeviceGetHandleByUUID)        \
-  X(nvmlDeviceGetIndex)               \
-  X(nvmlDeviceGetMemoryInfo)          \
+#define VG_NVML_HOOKS(X)                     \
+  X(nvmlDeviceGetComputeRunningProcesses)    \
+  X(nvmlDeviceGetComputeRunningProcesses_v2) \
+  X(nvmlDeviceGetComputeRunningProcesses_v3) \
+  X(nvmlDeviceGetCount)                      \
+  X(nvmlDeviceGetCount_v2)                   \
+  X(nvmlDeviceGetHandleByIndex)              \
+  X(nvmlDeviceGetHandleByIndex_v2)           \
+  X(nvmlDeviceGetHandleByPciBusId_v2)        \
+  X(nvmlDeviceGetHandleByUUID)               \
+  X(nvmlDeviceGetIndex)                      \
+  X(nvmlDeviceGetMemoryInfo)                 \
   X(nvmlDeviceGetMemoryInfo_v2)
 
 #define VG_NVML_USED(X)              \
@@ -139,6 +142,11 @@ void *vg_hook_by_real(const void *real);
 /* For dlsym: our hook if sym is the driver's own export of name, else sym.
  * Never loads or waits for the driver (dlsym may run under the loader lock). */
 void *vg_redirect_driver_symbol(const char *name, void *sym);
+
+/* The region entry of an NVML device (total: the memory the driver reports,
+ * 0 if unknown), VG_STATE_NOT_ASSIGNED, or -1 when the region has nothing
+ * to say about it (hook_nvml.c). */
+int vg_nvml_entry(nvmlDevice_t device, unsigned long long total);
 
 /* Calls the real function, or returns err_value when the driver lacks it. */
 #define VG_REAL(table, name, err_value, ...) \

@@ -7,6 +7,8 @@
  *                                 HOLD seconds,) free, report
  *   probe hold SIZE SECONDS       allocate SIZE, print "held", sleep
  *   probe meminfo                 CUDA and NVML views of memory
+ *   probe procs                   NVML's compute processes (v1, v2, v3) and its
+ *                                 size protocol
  *   probe dl SIZE COUNT           the same as alloc mem, through dlopen + dlsym
  *   probe gpa SIZE COUNT          through cuGetProcAddress, with variant checks
  *   probe freebad                 cuMemFree of a pointer nobody allocated
@@ -205,6 +207,31 @@ static int cmd_meminfo(void) {
   return 0;
 }
 
+/* The first process of each NVML listing, and the size protocol: a NULL
+ * buffer, then a count of 0. */
+static int cmd_procs(void) {
+  nvmlDevice_t d;
+  nvmlInit_v2();
+  nvmlDeviceGetHandleByIndex_v2((unsigned)env_int("PROBE_NVML_INDEX"), &d);
+  nvmlProcessInfo_t v3[8] = {0}, v2[8] = {0};
+  nvmlProcessInfo_v1_t v1[8] = {0};
+  unsigned n3 = 8, n2 = 8, n1 = 8, nnull = 0, nsmall = 0;
+  nvmlReturn_t r3 = nvmlDeviceGetComputeRunningProcesses_v3(d, &n3, v3);
+  nvmlReturn_t r2 = nvmlDeviceGetComputeRunningProcesses_v2(d, &n2, v2);
+  nvmlReturn_t r1 = nvmlDeviceGetComputeRunningProcesses(d, &n1, v1);
+  nvmlReturn_t rnull = nvmlDeviceGetComputeRunningProcesses_v3(d, &nnull, NULL);
+  nvmlReturn_t rsmall = nvmlDeviceGetComputeRunningProcesses_v3(d, &nsmall, v3 + 4);
+  printf(
+      "{\"rc3\":%d,\"count3\":%u,\"pid3\":%u,\"used3\":%llu,\"gi3\":%u,\"ci3\":%u,"
+      "\"rc2\":%d,\"count2\":%u,\"pid2\":%u,\"used2\":%llu,\"gi2\":%u,"
+      "\"rc1\":%d,\"count1\":%u,\"pid1\":%u,\"used1\":%llu,"
+      "\"null_rc\":%d,\"null_count\":%u,\"small_rc\":%d,\"small_count\":%u}\n",
+      (int)r3, n3, v3[0].pid, v3[0].usedGpuMemory, v3[0].gpuInstanceId, v3[0].computeInstanceId,
+      (int)r2, n2, v2[0].pid, v2[0].usedGpuMemory, v2[0].gpuInstanceId, (int)r1, n1, v1[0].pid,
+      v1[0].usedGpuMemory, (int)rnull, nnull, (int)rsmall, nsmall);
+  return 0;
+}
+
 /* The dlopen + dlsym path, as frameworks that load the driver lazily do. */
 static int cmd_dl(size_t size, int count) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -376,6 +403,7 @@ int main(int argc, char **argv) {
     return cmd_alloc(argv[2], arg_size(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
   if (argc >= 4 && strcmp(argv[1], "hold") == 0) return cmd_hold(arg_size(argv[2]), atoi(argv[3]));
   if (argc >= 2 && strcmp(argv[1], "meminfo") == 0) return cmd_meminfo();
+  if (argc >= 2 && strcmp(argv[1], "procs") == 0) return cmd_procs();
   if (argc >= 4 && strcmp(argv[1], "dl") == 0) return cmd_dl(arg_size(argv[2]), atoi(argv[3]));
   if (argc >= 4 && strcmp(argv[1], "gpa") == 0) return cmd_gpa(arg_size(argv[2]), atoi(argv[3]));
   if (argc >= 2 && strcmp(argv[1], "freebad") == 0) return cmd_freebad();
