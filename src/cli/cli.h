@@ -4,7 +4,7 @@
  *   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD...
  *   vgpu status [--cache PATH] [--json] [--sim]
  *   vgpu set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]
- *   vgpu smi
+ *   vgpu smi            (also: vgpu invoked as nvidia-smi)
  */
 #ifndef VG_CLI_H
 #define VG_CLI_H

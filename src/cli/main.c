@@ -1,4 +1,7 @@
-/* main.c -- vgpu: dispatch to one verb. */
+/* main.c -- vgpu: dispatch to one verb. Invoked as nvidia-smi (a symlink,
+ * or a bind mount of that name where NVIDIA's container toolkit would mount
+ * the real one -- the e2e's simulated driver does so), it is `vgpu smi`. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +19,9 @@ static void usage(FILE *to) {
       "        limits, usage and processes of a region file\n"
       "  set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]\n"
       "        change the limits of running processes\n"
-      "  smi   an nvidia-smi-like table of the GPUs this process sees\n"
+      "  smi   nvidia-smi's table of the GPUs and processes this process sees (the container's\n"
+      "        slice under libvgpu); what NVML cannot say reads N/A. Invoked as nvidia-smi, vgpu\n"
+      "        is vgpu smi\n"
       "\n"
       "SIZE: bytes, or with k/m/g/t (binary, 300m = 300 MiB), Ki/Mi/Gi/Ti, KB/MB/GB/TB; 1.5g ok\n"
       "PCT: 0..100 (0 = unlimited). The region file defaults to $CUDA_DEVICE_MEMORY_SHARED_CACHE\n"
@@ -24,7 +29,13 @@ static void usage(FILE *to) {
       to);
 }
 
+static bool called_nvidia_smi(const char *argv0) {
+  const char *base = strrchr(argv0, '/');
+  return strcmp(base != NULL ? base + 1 : argv0, "nvidia-smi") == 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 0 && called_nvidia_smi(argv[0])) return vg_cmd_smi(argc, argv);
   if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -1,4 +1,5 @@
 /* test_cli.c -- vgpu run / status / set / smi as a user types them. */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -201,12 +202,85 @@ static void test_status_without_nvml(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* Every line of nvidia-smi's boxes is 79 columns wide (the version line
+ * may overflow: the simulator's version is longer than a real driver's). */
+static void boxes_are_79_wide(const char *out) {
+  char copy[sizeof(run.out)];
+  snprintf(copy, sizeof(copy), "%s", out);
+  int lines = 0;
+  for (char *save, *l = strtok_r(copy, "\n", &save); l != NULL; l = strtok_r(NULL, "\n", &save)) {
+    if ((l[0] != '|' && l[0] != '+') || strstr(l, "NVIDIA-SMI") != NULL) continue;
+    if (strlen(l) != 79) fail_msg("%zu columns: '%s' in\n%s", strlen(l), l, out);
+    lines++;
+  }
+  assert_true(lines >= 17);
+}
+
+/* Seed 004 (Huawei CCE): nvidia-smi in a pod with 5120 MiB shows the slice
+ * in nvidia-smi's classic layout, and no processes while none runs. */
 static void test_smi_shows_slice(void **s) {
   (void)s;
   struct vg_env env;
   env_plain(&env);
-  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "2560m", "--", g_vgpu, "smi", NULL), 0);
-  if (strstr(run.out, "0MiB /   2560MiB |") == NULL) fail_msg("smi output: %s", run.out);
+  vg_env_set(&env, "VGPU_SIM_MEMORY", "16g");
+  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "5120m", "--", g_vgpu, "smi", NULL), 0);
+  if (strstr(run.out, "|      0MiB /  5120MiB |") == NULL) fail_msg("smi output: %s", run.out);
+  const char *const expect[] = {
+      "| NVIDIA-SMI 580.00-vgpu-sim   Driver Version: 580.00-vgpu-sim   CUDA Version: 13.0 |\n",
+      "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n",
+      "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n",
+      "|   0  NVIDIA A100-SXM...  N/A  | 00000000:10:00.0 N/A |                  N/A |\n",
+      "| N/A   N/A   N/A    N/A /  N/A |      0MiB /  5120MiB |      0%          N/A |\n",
+      "|                               |                      |                  N/A |\n",
+      "|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |\n",
+      "|  No running processes found                                                 |\n",
+  };
+  for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
+    if (strstr(run.out, expect[i]) == NULL) fail_msg("no '%s' in\n%s", expect[i], run.out);
+  /* The first line is the date, as nvidia-smi's: "Wed Apr 12 07:54:59 2023". */
+  char day[4], month[4];
+  int d, h, m, sec, year;
+  if (sscanf(run.out, "%3s %3s %d %d:%d:%d %d\n", day, month, &d, &h, &m, &sec, &year) != 7)
+    fail_msg("no date first: %s", run.out);
+  boxes_are_79_wide(run.out);
+  vg_env_cleanup(&env);
+}
+
+/* The pid of the region's first live process, from `vgpu status --json`. */
+static unsigned long long first_pid(const struct vg_env *env) {
+  assert_int_equal(vgpu(env, "status", "--json", NULL), 0);
+  const char *procs = strstr(run.out, "\"processes\"");
+  unsigned long long pid = 0;
+  if (procs == NULL || !vg_json_u64(procs, "pid", &pid)) fail_msg("no process: %s", run.out);
+  return pid;
+}
+
+/* A vgpu-burn holding 300 MiB of the slice is in the Processes table, with
+ * its MiB; invoked as nvidia-smi (the e2e mounts vgpu so), vgpu is vgpu smi. */
+static void test_smi_lists_the_slices_processes(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  vg_env_set(&env, "VGPU_SIM_MEMORY", "16g");
+  char burn[512], smi[400];
+  snprintf(burn, sizeof(burn), "%s", vg_build_path("bin/vgpu-burn"));
+  snprintf(smi, sizeof(smi), "%s/nvidia-smi", env.dir);
+  assert_int_equal(symlink(g_vgpu, smi), 0);
+  char *argv[] = {g_vgpu, "run",     "--sim", "--memory", "5120m", "--",
+                  burn,   "--alloc", "300m",  "--hold",   "20",    NULL};
+  pid_t holder = vg_spawn(&env, argv);
+  wait_used(&env, 300 * MiB);
+  unsigned long long pid = first_pid(&env);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "5120m", "--", smi, NULL), 0);
+  char row[128];
+  snprintf(row, sizeof(row), "|    0   N/A  N/A %9llu      C   %-31s   300MiB |\n", pid,
+           "vgpu-burn");
+  if (strstr(run.out, row) == NULL) fail_msg("no '%s' in\n%s", row, run.out);
+  if (strstr(run.out, "|    300MiB /  5120MiB |") == NULL) fail_msg("smi output: %s", run.out);
+  assert_null(strstr(run.out, "No running processes found"));
+  boxes_are_79_wide(run.out);
+  kill(holder, SIGKILL);
+  vg_wait(holder);
   vg_env_cleanup(&env);
 }
 
@@ -217,6 +291,7 @@ int main(void) {
       cmocka_unit_test(test_status_missing_region),
       cmocka_unit_test(test_status_and_set),
       cmocka_unit_test(test_smi_shows_slice),
+      cmocka_unit_test(test_smi_lists_the_slices_processes),
       cmocka_unit_test(test_status_measures_unlimited_burn),
       cmocka_unit_test(test_status_measures_limited_burn),
       cmocka_unit_test(test_status_without_nvml),
