@@ -16,7 +16,9 @@
 #include "hooks.h"
 #include "state.h"
 
-int vg_nvml_entry(nvmlDevice_t device, unsigned long long total) {
+/* Region entry for an NVML device, VG_STATE_NOT_ASSIGNED, or -1 when there
+ * is nothing to change. */
+static int entry_for(nvmlDevice_t device, unsigned long long total) {
   char uuid[VG_UUID_LEN];
   unsigned index = 0;
   if (VG_NV(nvmlDeviceGetUUID, device, uuid, sizeof(uuid)) != NVML_SUCCESS) return -1;
@@ -43,7 +45,7 @@ VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
   if (!vg_nvml_load()) return NVML_ERROR_UNINITIALIZED;
   nvmlReturn_t rc = VG_NV(nvmlDeviceGetMemoryInfo, device, memory);
   if (rc != NVML_SUCCESS || memory == NULL) return rc;
-  int dev = vg_nvml_entry(device, memory->total);
+  int dev = entry_for(device, memory->total);
   if (dev == VG_STATE_NOT_ASSIGNED) {
     memory->total = memory->free = memory->used = 0;
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -56,7 +58,7 @@ VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
   if (!vg_nvml_load()) return NVML_ERROR_UNINITIALIZED;
   nvmlReturn_t rc = VG_NV(nvmlDeviceGetMemoryInfo_v2, device, memory);
   if (rc != NVML_SUCCESS || memory == NULL) return rc;
-  int dev = vg_nvml_entry(device, memory->total);
+  int dev = entry_for(device, memory->total);
   if (dev == VG_STATE_NOT_ASSIGNED) {
     memory->total = memory->free = memory->used = memory->reserved = 0;
     return NVML_ERROR_INVALID_ARGUMENT;

@@ -10,6 +10,9 @@
  * the bytes it is charged. MIG instance ids are "not available", as NVML
  * reports them off MIG. A GPU outside the node agent's assignment is
  * refused, as hook_nvml.c does; a GPU without a limit passes through.
+ * Listing only looks: unlike the memory queries it registers no GPU and
+ * applies none of the lister's limit variables, so `vgpu status` or a
+ * monitoring agent in the container never undoes a `vgpu set`.
  *
  * NVML's size protocol is kept: too small a *count (or no buffer while
  * there are processes) answers NVML_ERROR_INSUFFICIENT_SIZE with the count
@@ -25,13 +28,19 @@
 
 enum view { PASS, REFUSE, OWN };
 
-/* How to answer for device; the region entry in *dev when OWN. */
+/* How to answer for device; the region entry in *dev when OWN (-1: the
+ * container's limit is not in the region yet, nor anything charged). Only
+ * looks: a listing registers nothing and applies no limit. */
 static enum view view_of(nvmlDevice_t device, int *dev) {
-  nvmlMemory_t m = {0};
-  if (VG_NV(nvmlDeviceGetMemoryInfo, device, &m) != NVML_SUCCESS) m.total = 0;
-  *dev = vg_nvml_entry(device, m.total);
+  char uuid[VG_UUID_LEN];
+  unsigned index = 0;
+  if (VG_NV(nvmlDeviceGetUUID, device, uuid, sizeof(uuid)) != NVML_SUCCESS ||
+      VG_NV(nvmlDeviceGetIndex, device, &index) != NVML_SUCCESS)
+    return PASS;
+  *dev = vg_state_find_by_uuid(uuid);
   if (*dev == VG_STATE_NOT_ASSIGNED) return REFUSE;
-  return *dev >= 0 && vg_state_mem_limit(*dev) != 0 ? OWN : PASS;
+  if (*dev < 0) return vg_state_configures_mem(uuid, (int)index) ? OWN : PASS;
+  return vg_state_mem_limit(*dev) != 0 ? OWN : PASS;
 }
 
 struct own {
@@ -44,7 +53,7 @@ struct own {
 static void collect(int dev, struct own *o) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
   o->n = 0;
-  for (unsigned i = 0; i < VG_MAX_PROCS; i++) {
+  for (unsigned i = 0; dev >= 0 && i < VG_MAX_PROCS; i++) {
     int32_t pid = __atomic_load_n(&r->proc[i].pid, __ATOMIC_ACQUIRE);
     uint64_t used = __atomic_load_n(&r->proc[i].mem_used[dev], __ATOMIC_RELAXED);
     if (pid <= 0 || used == 0 || !vg_shm_slot_alive(&vg_state.shm, i)) continue;

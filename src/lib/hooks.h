@@ -143,11 +143,6 @@ void *vg_hook_by_real(const void *real);
  * Never loads or waits for the driver (dlsym may run under the loader lock). */
 void *vg_redirect_driver_symbol(const char *name, void *sym);
 
-/* The region entry of an NVML device (total: the memory the driver reports,
- * 0 if unknown), VG_STATE_NOT_ASSIGNED, or -1 when the region has nothing
- * to say about it (hook_nvml.c). */
-int vg_nvml_entry(nvmlDevice_t device, unsigned long long total);
-
 /* Calls the real function, or returns err_value when the driver lacks it. */
 #define VG_REAL(table, name, err_value, ...) \
   ((table).name != NULL ? (table).name(__VA_ARGS__) : (err_value))

@@ -54,7 +54,13 @@ static void test_each_container_sees_its_own(void **s) {
   pid_t pb = spawn_probe(&b, "hold", "50m", "30", NULL, NULL, NULL);
   wait_used(&a, 100 * MiB);
   wait_used(&b, 50 * MiB);
+  /* Looking changes nothing: a lister started with another limit (as
+   * after `vgpu set`) does not write it, as a process using the GPU would. */
+  vg_env_set(&a, "CUDA_DEVICE_MEMORY_LIMIT", "250m");
   sees_only(&a, pa, 100 * MiB);
+  unsigned long long limit = 0;
+  region_used(&a, &limit);
+  assert_int_equal(limit, 300 * MiB);
   sees_only(&b, pb, 50 * MiB);
   /* Without a limit the GPU is not a slice: the driver's list, both. */
   struct vg_env node;
