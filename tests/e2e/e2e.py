@@ -981,8 +981,9 @@ def wait_seed_pods(app, replicas):
 
 
 def delete_seeds(files):
-    """As delete_pods: until the containers stopped (their devices are free),
-    not until a 1.20 kubelet got round to removing the objects."""
+    """Deletes the seeds' objects and waits until their pods' containers
+    stopped (their devices are free); then removes the stopped pods'
+    objects, so the next case's pods are not held back by them."""
     names = []
     for file in files:
         for doc in yaml.safe_load_all(seed_objects(file)):
@@ -993,6 +994,11 @@ def delete_seeds(files):
         kube.wait_for("pod %s/%s to stop" % (SEED_NS, name),
                       lambda: kube.pod_stopped(name, SEED_NS), 120,
                       state=lambda: kube.pod_summary(name, SEED_NS))
+    # Their containers stopped; the scheduler counts a pod until its object
+    # goes, which a 1.20 kubelet can leave a minute (see delete_pods).
+    if names:
+        kube.kubectl("delete", "pod", "-n", SEED_NS, "--force", "--grace-period=0",
+                     "--ignore-not-found", *names, check=False)
 
 
 def seed_pod(app):
