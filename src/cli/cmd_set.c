@@ -7,6 +7,7 @@
  * nothing allocated is taken away. In a container of the device plugin a
  * limit above the node agent's grant is cut to the grant, and said so.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,12 @@ static int parse(int argc, char **argv, struct set_opts *o) {
   o->device = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    bool known = strcmp(a, "--cache") == 0 || strcmp(a, "--memory") == 0 ||
+                 strcmp(a, "--cores") == 0 || strcmp(a, "--device") == 0;
+    if (!known) {
+      fprintf(stderr, "vgpu set: unknown option '%s'\n", a);
+      return -1;
+    }
     if (i + 1 >= argc) {
       fprintf(stderr, "vgpu set: missing value for '%s'\n", a);
       return -1;
@@ -43,9 +50,6 @@ static int parse(int argc, char **argv, struct set_opts *o) {
         return -1;
       }
       o->device = (int)d;
-    } else {
-      fprintf(stderr, "vgpu set: unknown option '%s'\n", a);
-      return -1;
     }
   }
   if (o->memory == NULL && o->cores == NULL) {

@@ -187,7 +187,10 @@ int vg_cmd_status(int argc, char **argv) {
   const char *cache = NULL;
   int json = 0, sim = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--cache") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--cache") == 0 && i + 1 >= argc) {
+      fputs("vgpu status: missing value for '--cache'\n", stderr);
+      return 2;
+    } else if (strcmp(argv[i], "--cache") == 0)
       cache = argv[++i];
     else if (strcmp(argv[i], "--json") == 0)
       json = 1;

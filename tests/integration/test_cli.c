@@ -67,6 +67,21 @@ static void test_status_missing_region(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* A misspelt option is named as unknown, a known one without its value as
+ * missing its value (not the other way round). */
+static void test_bad_options(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  assert_int_not_equal(vgpu(&env, "set", "--bogus", NULL), 0);
+  assert_non_null(strstr(run.err, "unknown option '--bogus'"));
+  assert_int_not_equal(vgpu(&env, "set", "--memory", NULL), 0);
+  assert_non_null(strstr(run.err, "missing value for '--memory'"));
+  assert_int_equal(vgpu(&env, "status", "--cache", NULL), 2);
+  assert_non_null(strstr(run.err, "missing value for '--cache'"));
+  vg_env_cleanup(&env);
+}
+
 static void test_status_and_set(void **s) {
   (void)s;
   struct vg_env env;
@@ -289,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_run_sim_limits),
       cmocka_unit_test(test_run_rejects_bad_values),
       cmocka_unit_test(test_status_missing_region),
+      cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_status_and_set),
       cmocka_unit_test(test_smi_shows_slice),
       cmocka_unit_test(test_smi_lists_the_slices_processes),
