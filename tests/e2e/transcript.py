@@ -8,9 +8,10 @@ page's block is compared with this run's, so a page can never show something
 the product no longer does: a difference fails the case.
 
 Some of what a run prints differs from run to run without meaning anything:
-pod-name suffixes, PIDs, dates, ages, addresses, rates and timings. The
-comparison masks those (every number, the names of days and months, the
-random suffixes of a Deployment's pods, widths of padding and rules); the
+pod-name suffixes, resize ids, PIDs, dates, ages, addresses, rates and
+timings. The comparison masks those (every number, the names of days and
+months, the random suffixes of a Deployment's pods and of resize ids, widths
+of padding and rules); the
 text, commands, headers, units and order must match. The page keeps the
 numbers of the run that last wrote it.
 
@@ -32,6 +33,8 @@ FENCE = "```"
 
 # <Deployment>-<pod-template-hash>-<random>, as a ReplicaSet names its pods.
 POD_SUFFIX = re.compile(r"\b([a-z0-9]+(?:-[a-z0-9]+)*?)-[a-z0-9]{6,10}-[a-z0-9]{5}\b")
+# A resize request's id: <epoch seconds>-<8 random hex digits> (docs/resize.md).
+RESIZE_ID = re.compile(r"\b\d{9,}-[0-9a-f]{8}\b")
 DAYS_MONTHS = re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|"
                          r"Oct|Nov|Dec)\b")
 
@@ -39,6 +42,7 @@ DAYS_MONTHS = re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Ju
 def mask(text):
     """The text with what may change between two equal runs made uniform."""
     text = POD_SUFFIX.sub(r"\1-<pod>", text)
+    text = RESIZE_ID.sub("<resize-id>", text)
     text = DAYS_MONTHS.sub("<d>", text)
     text = re.sub(r"\d+(\.\d+)?", "0", text)
     text = re.sub(r"-{3,}", "---", text)
