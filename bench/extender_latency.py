@@ -27,7 +27,10 @@ the line then also gives instructions per pair (stable from run to run, where
 the milliseconds are not) and the profile is left in --callgrind-out.
 
 Usage: bench/extender_latency.py [--build DIR] [--samples N] [--modes a,b]
-                                 [--callgrind] [--callgrind-out FILE]
+                                 [--callgrind] [--callgrind-out FILE] [--trace-dir DIR]
+The trace folder (the Alibaba GPU cluster trace 2023, alibaba-gpu-v2023) is
+--trace-dir, else $VGPU_TRACE_DIR, else ../shared/data/alibaba-gpu-v2023 next
+to the repository.
 """
 import argparse
 import csv
@@ -43,7 +46,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, TOKEN, post, start_fake_api  # noqa: E402
-CSV = "/work/shared/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv"
+NODE_LIST = "openb_node_list_gpu_node.csv"
+DEFAULT_TRACE_DIR = os.path.join(os.path.dirname(ROOT), "shared", "data", "alibaba-gpu-v2023")
 GIB = 1 << 30
 
 
@@ -173,9 +177,17 @@ def main():
     ap.add_argument("--callgrind", action="store_true",
                     help="count the verbs' instructions under valgrind (slow)")
     ap.add_argument("--callgrind-out", default="callgrind.out.extender")
+    ap.add_argument("--trace-dir", default=os.environ.get("VGPU_TRACE_DIR", DEFAULT_TRACE_DIR),
+                    help="the Alibaba GPU trace folder (default $VGPU_TRACE_DIR, else %s)"
+                    % DEFAULT_TRACE_DIR)
     args = ap.parse_args()
     cg_out = os.path.abspath(args.callgrind_out) if args.callgrind else None
-    rows = list(csv.DictReader(open(CSV)))
+    csv_path = os.path.join(args.trace_dir, NODE_LIST)
+    if not os.path.isfile(csv_path):
+        sys.exit("extender_latency.py: no %s in %s: give the Alibaba GPU trace folder with "
+                 "--trace-dir or VGPU_TRACE_DIR" % (NODE_LIST, args.trace_dir))
+    with open(csv_path) as f:
+        rows = list(csv.DictReader(f))
     with tempfile.TemporaryDirectory() as work:
         api, api_port, kc = start_fake_api(work)
         try:
