@@ -7,6 +7,7 @@
  * library path. Values are checked here with the library's own parser so a
  * typo fails before the workload starts.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -103,9 +104,24 @@ static int set_environment(const struct run_opts *o) {
   return 0;
 }
 
+/* Without --sim the command needs the NVIDIA driver; where there is none
+ * the loader's "libcuda.so.1: cannot open shared object file" would be all
+ * the user sees, so say what is missing and what to use instead. A warning
+ * only: the command may not use CUDA at all. */
+static void warn_without_driver(const struct run_opts *o) {
+  if (o->sim) return;
+  /* Left loaded (no dlclose): exec follows, and the library may have
+   * registered fork handlers. */
+  if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != NULL) return;
+  fprintf(stderr,
+          "vgpu run: warning: no NVIDIA driver found (libcuda.so.1 does not load), so CUDA "
+          "programs will fail to start; on a machine without a GPU, use vgpu run --sim\n");
+}
+
 int vg_cmd_run(int argc, char **argv) {
   struct run_opts o;
   if (parse(argc, argv, &o) != 0 || check_values(&o) != 0) return 2;
+  warn_without_driver(&o);
   if (set_environment(&o) != 0) return 1;
   execvp(o.command[0], o.command);
   fprintf(stderr, "vgpu run: cannot run %s: %s\n", o.command[0], strerror(errno));

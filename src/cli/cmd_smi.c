@@ -41,10 +41,14 @@ struct nvml {
 
 #define SYM(lib, field, name) ((field) = (__typeof__(field))dlsym((lib), (name)))
 
-static int load(struct nvml *n) {
-  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+/* NVML from path (the simulator's with --sim), else the loader's
+ * libnvidia-ml.so.1: the driver's, or libvgpu's view of it. */
+static int load(struct nvml *n, const char *path) {
+  void *lib = dlopen(path != NULL ? path : "libnvidia-ml.so.1", RTLD_NOW);
   if (lib == NULL) {
-    fprintf(stderr, "vgpu smi: cannot load libnvidia-ml.so.1: %s\n", dlerror());
+    fprintf(stderr, "vgpu smi: no NVIDIA driver found (cannot load %s: %s)%s\n",
+            path != NULL ? path : "libnvidia-ml.so.1", dlerror(),
+            path != NULL ? "" : "; on a machine without a GPU, use vgpu smi --sim");
     return -1;
   }
   SYM(lib, n->init, "nvmlInit_v2");
@@ -277,13 +281,32 @@ static int print_all(const struct nvml *n, unsigned count) {
   return 0;
 }
 
+/* The simulator's NVML for --sim (NULL path: the loader's); -1 with the
+ * reason printed when there is no simulator. */
+static int nvml_path(int sim, char *lib, size_t len, const char **path) {
+  char dir[4096];
+  *path = NULL;
+  if (!sim) return 0;
+  if (vg_path_sim_dir(dir, sizeof(dir)) != 0) {
+    fputs("vgpu smi: --sim: no simulator found (set VGPU_SIM_DIR)\n", stderr);
+    return -1;
+  }
+  snprintf(lib, len, "%s/libnvidia-ml.so.1", dir);
+  *path = lib;
+  return 0;
+}
+
 int vg_cmd_smi(int argc, char **argv) {
-  if (argc > 1) {
-    fprintf(stderr, "vgpu smi: only the default table is supported (no '%s')\n", argv[1]);
+  int sim = argc > 1 && strcmp(argv[1], "--sim") == 0;
+  if (argc > 1 + sim) {
+    fprintf(stderr, "vgpu smi: only the default table is supported (no '%s'; vgpu smi [--sim])\n",
+            argv[1 + sim]);
     return 2;
   }
+  char lib[4200];
+  const char *path;
   struct nvml n;
-  if (load(&n) != 0) return 1;
+  if (nvml_path(sim, lib, sizeof(lib), &path) != 0 || load(&n, path) != 0) return 1;
   nvmlReturn_t rc = n.init();
   unsigned count = 0;
   if (rc != NVML_SUCCESS || (rc = n.count(&count)) != NVML_SUCCESS) {

@@ -7,26 +7,47 @@
 
 #include "cli.h"
 
+/* Each verb's synopsis and what it does: the global usage lists them all,
+ * `vgpu VERB --help` shows its own. */
+static const struct verb_help {
+  const char *name, *synopsis, *what;
+} VERBS[] = {
+    {"run", "[--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...",
+     "run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU)"},
+    {"status", "[--cache PATH] [--json] [--sim]", "limits, usage and processes of a region file"},
+    {"set", "[--cache PATH] [--memory SIZE] [--cores PCT] [--device N]",
+     "change the limits of running processes"},
+    {"smi", "[--sim]",
+     "nvidia-smi's table of the GPUs and processes this process sees (the container's\n"
+     "        slice under libvgpu); what NVML cannot say reads N/A. Invoked as nvidia-smi, vgpu\n"
+     "        is vgpu smi"},
+};
+
+static const char NOTES[] =
+    "SIZE: bytes, or with k/m/g/t (binary, 300m = 300 MiB), Ki/Mi/Gi/Ti, KB/MB/GB/TB; 1.5g ok\n"
+    "PCT: 0..100 (0 = unlimited). The region file defaults to $CUDA_DEVICE_MEMORY_SHARED_CACHE\n"
+    "or /tmp/vgpu.cache.\n";
+
 static void usage(FILE *to) {
-  fputs(
-      "usage: vgpu <command> [options]\n"
-      "       vgpu --version\n"
-      "\n"
-      "commands:\n"
-      "  run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...\n"
-      "        run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU)\n"
-      "  status [--cache PATH] [--json] [--sim]\n"
-      "        limits, usage and processes of a region file\n"
-      "  set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]\n"
-      "        change the limits of running processes\n"
-      "  smi   nvidia-smi's table of the GPUs and processes this process sees (the container's\n"
-      "        slice under libvgpu); what NVML cannot say reads N/A. Invoked as nvidia-smi, vgpu\n"
-      "        is vgpu smi\n"
-      "\n"
-      "SIZE: bytes, or with k/m/g/t (binary, 300m = 300 MiB), Ki/Mi/Gi/Ti, KB/MB/GB/TB; 1.5g ok\n"
-      "PCT: 0..100 (0 = unlimited). The region file defaults to $CUDA_DEVICE_MEMORY_SHARED_CACHE\n"
-      "or /tmp/vgpu.cache.\n",
-      to);
+  fputs("usage: vgpu <command> [options]\n       vgpu --version\n\ncommands:\n", to);
+  for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++)
+    fprintf(to, "  %s %s\n        %s\n", VERBS[i].name, VERBS[i].synopsis, VERBS[i].what);
+  fprintf(to, "\n%s", NOTES);
+}
+
+/* `vgpu VERB ... -h|--help ...` (before any "--"): that verb's usage on
+ * stdout; false when the arguments ask for no help. */
+static bool verb_help(int argc, char **argv) {
+  for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    if (strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--help") != 0) continue;
+    for (size_t v = 0; v < sizeof(VERBS) / sizeof(VERBS[0]); v++)
+      if (strcmp(VERBS[v].name, argv[1]) == 0) {
+        printf("usage: vgpu %s %s\n        %s\n\n%s", VERBS[v].name, VERBS[v].synopsis,
+               VERBS[v].what, NOTES);
+        return true;
+      }
+  }
+  return false;
 }
 
 static bool called_nvidia_smi(const char *argv0) {
@@ -45,6 +66,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   const char *verb = argv[1];
+  if (verb_help(argc, argv)) return 0;
   if (strcmp(verb, "run") == 0) return vg_cmd_run(argc - 1, argv + 1);
   if (strcmp(verb, "status") == 0) return vg_cmd_status(argc - 1, argv + 1);
   if (strcmp(verb, "set") == 0) return vg_cmd_set(argc - 1, argv + 1);

@@ -82,6 +82,31 @@ static void test_bad_options(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* `vgpu VERB --help` is that verb's usage on stdout, exit 0; without a
+ * driver, smi and run say to use --sim; smi --sim shows the simulated GPU. */
+static void test_help_and_no_driver(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_plain(&env);
+  const char *verbs[] = {"run", "status", "set", "smi"};
+  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+    char want[64];
+    snprintf(want, sizeof(want), "usage: vgpu %s ", verbs[i]);
+    assert_int_equal(vgpu(&env, verbs[i], "--help", NULL), 0);
+    assert_non_null(strstr(run.out, want));
+  }
+  assert_int_equal(vgpu(&env, "smi", NULL), 1);
+  assert_non_null(strstr(run.err, "no NVIDIA driver found"));
+  assert_non_null(strstr(run.err, "use vgpu smi --sim"));
+  assert_int_equal(vgpu(&env, "smi", "--sim", NULL), 0);
+  assert_non_null(strstr(run.out, "MiB /  4096MiB"));
+  assert_int_equal(vgpu(&env, "run", "--", "true", NULL), 0);
+  assert_non_null(strstr(run.err, "use vgpu run --sim"));
+  assert_int_equal(vgpu(&env, "run", "--sim", "--", "true", NULL), 0);
+  assert_null(strstr(run.err, "no NVIDIA driver"));
+  vg_env_cleanup(&env);
+}
+
 static void test_status_and_set(void **s) {
   (void)s;
   struct vg_env env;
@@ -305,6 +330,7 @@ int main(void) {
       cmocka_unit_test(test_run_rejects_bad_values),
       cmocka_unit_test(test_status_missing_region),
       cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_help_and_no_driver),
       cmocka_unit_test(test_status_and_set),
       cmocka_unit_test(test_smi_shows_slice),
       cmocka_unit_test(test_smi_lists_the_slices_processes),
