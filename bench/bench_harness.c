@@ -84,6 +84,9 @@ static int take_option(const struct bench_spec *s, int c, struct bench_opts *o, 
     case 'h':
       fputs(s->usage, stdout);
       return 1;
+    case 'V':
+      printf("%s %s\n", s->prog, VG_VERSION);
+      return 1;
     default:
       rc = -1;
       break;
@@ -93,13 +96,11 @@ static int take_option(const struct bench_spec *s, int c, struct bench_opts *o, 
 
 /* Returns 0 to run, 1 after --help, 2 on a bad command line. */
 static int parse_options(const struct bench_spec *s, int argc, char **argv, struct bench_opts *o) {
-  const struct option longs[] = {{"iters", required_argument, NULL, 'i'},
-                                 {s->extra_opt, required_argument, NULL, 'x'},
-                                 {"rounds", required_argument, NULL, 'r'},
-                                 {"case", required_argument, NULL, 'c'},
-                                 {"json", no_argument, NULL, 'j'},
-                                 {"help", no_argument, NULL, 'h'},
-                                 {NULL, 0, NULL, 0}};
+  const struct option longs[] = {
+      {"iters", required_argument, NULL, 'i'},  {s->extra_opt, required_argument, NULL, 'x'},
+      {"rounds", required_argument, NULL, 'r'}, {"case", required_argument, NULL, 'c'},
+      {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
   *o = (struct bench_opts){s->iters_default, s->extra_default, 7, NULL, 0};
   uint64_t rounds = o->rounds;
   int c;

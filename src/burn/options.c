@@ -81,7 +81,8 @@ enum {
   OPT_DEVICE,
   OPT_JSON,
   OPT_ROUNDS,
-  OPT_INTERVAL
+  OPT_INTERVAL,
+  OPT_VERSION
 };
 
 static const struct option g_long_opts[] = {
@@ -102,6 +103,7 @@ static const struct option g_long_opts[] = {
     {"rounds", required_argument, NULL, OPT_ROUNDS},
     {"interval", required_argument, NULL, OPT_INTERVAL},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
@@ -231,6 +233,10 @@ enum burn_parse_result burn_parse_options(int argc, char **argv, struct burn_opt
     if (c == 'h') {
       fputs(g_usage, stdout);
       return BURN_PARSE_HELP;
+    }
+    if (c == OPT_VERSION) {
+      printf("vgpu-burn %s\n", VG_VERSION);
+      return BURN_PARSE_HELP; /* done, exit 0 */
     }
     if (apply_option(c, optarg, o) != 0) {
       fputs("vgpu-burn: try 'vgpu-burn --help'\n", stderr);

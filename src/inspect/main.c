@@ -30,6 +30,7 @@ struct opts {
 static void usage(FILE *to) {
   fputs(
       "usage: kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE] [NODE]\n"
+      "       kubectl inspect gpushare --version\n"
       "\n"
       "Shows per node and per GPU the GPU memory allocated to pods out of the total, and\n"
       "the cluster total, in the layout of Aliyun's gpushare plugin.\n"
@@ -86,6 +87,9 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     const char *a = argv[i], *v;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
+      return 1;
+    } else if (strcmp(a, "--version") == 0) {
+      printf(PROG " %s\n", VG_VERSION);
       return 1;
     } else if (strcmp(a, "-d") == 0 || strcmp(a, "--details") == 0) {
       o->detail = true;

@@ -75,6 +75,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       continue;
     }
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout), exit(0), 0;
+    if (strcmp(a, "--version") == 0) return printf("vgpu-replay %s\n", VG_VERSION), exit(0), 0;
     if (!v) return fprintf(stderr, "vgpu-replay: %s needs a value\n", a), -1;
     i++;
     if (strcmp(a, "--nodes") == 0) {

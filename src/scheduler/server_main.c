@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   bool watch = true;
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
       case 'l':
         listen = optarg;

@@ -19,10 +19,15 @@
 
 #include "sim_state.h"
 
-static int usage(void) {
-  fprintf(stderr,
+static void print_usage(FILE *to) {
+  fprintf(to,
           "usage: vgpu-sim fault --device N (--xid CODE | --lost | --clear)\n"
-          "       vgpu-sim status\n");
+          "       vgpu-sim status\n"
+          "       vgpu-sim --help | --version\n");
+}
+
+static int usage(void) {
+  print_usage(stderr);
   return 2;
 }
 
@@ -112,6 +117,14 @@ static int fault(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    print_usage(stdout);
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("vgpu-sim %s\n", VG_VERSION);
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "status") == 0 && argc == 2) return status();
   if (argc >= 2 && strcmp(argv[1], "fault") == 0) return fault(argc - 2, argv + 2);
   return usage();

@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""test_help_version.py -- every program vgpu builds answers -h, --help and
+--version the same way (curl's rule): the usage on stdout and exit 0; one
+line "<program> <version>" and exit 0.
+
+The programs linked against libcuda.so.1 (vgpu-burn and the benchmarks) get
+the simulator's on the library path, as they would a driver's.
+
+Usage: test_help_version.py BUILD_DIR VERSION
+"""
+import os
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what)
+
+
+def main():
+    build, version = sys.argv[1], sys.argv[2]
+    bindir = os.path.join(build, "bin")
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "sim"))
+    programs = sorted(p for p in os.listdir(bindir) if os.access(os.path.join(bindir, p), os.X_OK))
+    check(len(programs) >= 10, "only %d programs in %s" % (len(programs), bindir))
+    for prog in programs:
+        path = os.path.join(bindir, prog)
+        for flag in ("-h", "--help"):
+            p = subprocess.run([path, flag], env=env, capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+            check(p.returncode == 0 and "usage" in p.stdout.lower(),
+                  "%s %s: exit %d, stdout %r, stderr %r" % (prog, flag, p.returncode,
+                                                           p.stdout[:80], p.stderr[:200]))
+        p = subprocess.run([path, "--version"], env=env, capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        check(p.returncode == 0 and p.stdout == "%s %s\n" % (prog, version),
+              "%s --version: exit %d, stdout %r, stderr %r" % (prog, p.returncode, p.stdout,
+                                                              p.stderr[:200]))
+    print("%d programs checked" % len(programs))
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
