@@ -2,7 +2,8 @@
 # CMake does the building; this file only sequences it.
 #   make           build/ (release with debug info)
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
-#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e
+#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
+#                  format; every stage runs, then one summary line (scripts/test-all.sh)
 #   make demo      the main job on the simulated GPU
 #   make images    build/images/vgpu-node.tar, vgpu-scheduler.tar: the container images, OCI archives,
 #                  built without a registry or container engine (images/README.md; needs root)
@@ -40,8 +41,9 @@ test-asan: asan
 test-gpu: build
 	@bash tests/gpu/run.sh
 
-test: test-release test-asan test-gpu e2e
-	@bash scripts/check-format.sh
+# Every stage runs even when one fails; the last line sums them all up.
+test:
+	@MAKE="$(MAKE)" bash scripts/test-all.sh
 
 e2e: build
 	@bash tests/e2e/run.sh
