@@ -5,6 +5,7 @@
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
 #                  format; every stage runs, then one summary line (scripts/test-all.sh)
 #   make demo      the main job on the simulated GPU
+#   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver
 #   make images    build/images/vgpu-node.tar, vgpu-scheduler.tar: the container images, OCI archives,
 #                  built without a registry or container engine (images/README.md; needs root)
 #   make e2e       a real single-node Kubernetes 1.20 (built from Debian's sources) and vgpu on it (docs/e2e.md)
@@ -17,7 +18,7 @@
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
+.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
 
 all: build
 
@@ -31,6 +32,13 @@ build: deps
 asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
+
+# PREFIX (default /usr/local) and DESTDIR as usual: PREFIX/bin (vgpu, vgpu-burn, vgpu-sim, the
+# kubectl plugins, the daemons), PREFIX/lib/libvgpu.so, PREFIX/lib/vgpu-sim (the simulated driver,
+# outside the loader's path: only vgpu run --sim uses it).
+PREFIX ?= /usr/local
+install: build
+	@cmake --install build --prefix "$(PREFIX)"
 
 test-release: build
 	@cd build && ctest --output-on-failure -j $(JOBS)

@@ -1,5 +1,6 @@
 /* paths.c -- locating libvgpu.so, the simulator and the region file. */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,9 @@ static int exe_dir(char *out, size_t len) {
   return 0;
 }
 
+/* $env if set (env may be NULL), else relative to the program's directory. */
 static int find(const char *env, const char *relative, char *out, size_t len) {
-  const char *v = getenv(env);
+  const char *v = env != NULL ? getenv(env) : NULL;
   if (v != NULL && *v != '\0') {
     snprintf(out, len, "%s", v);
     return access(out, R_OK) == 0 ? 0 : -1;
@@ -38,11 +40,20 @@ int vg_path_library(char *out, size_t len) {
   return access(out, R_OK) == 0 ? 0 : -1;
 }
 
-int vg_path_sim_dir(char *out, size_t len) {
+/* dir holds the simulated driver (its libcuda.so.1). */
+static bool has_sim(const char *dir) {
   char lib[PATH_MAX + 16];
-  if (find("VGPU_SIM_DIR", "../sim", out, len) != 0) return -1;
-  snprintf(lib, sizeof(lib), "%s/libcuda.so.1", out);
-  return access(lib, R_OK) == 0 ? 0 : -1;
+  snprintf(lib, sizeof(lib), "%s/libcuda.so.1", dir);
+  return access(lib, R_OK) == 0;
+}
+
+/* $VGPU_SIM_DIR, else next to the program: build/sim in the build tree,
+ * PREFIX/lib/vgpu-sim where `make install` put it. */
+int vg_path_sim_dir(char *out, size_t len) {
+  if (getenv("VGPU_SIM_DIR") != NULL && *getenv("VGPU_SIM_DIR") != '\0')
+    return find("VGPU_SIM_DIR", NULL, out, len) == 0 && has_sim(out) ? 0 : -1;
+  if (find(NULL, "../sim", out, len) == 0 && has_sim(out)) return 0;
+  return find(NULL, "../lib/vgpu-sim", out, len) == 0 && has_sim(out) ? 0 : -1;
 }
 
 const char *vg_path_region(const char *option) {
