@@ -10,6 +10,7 @@
 #define VG_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "grant.h"
 #include "nvml_abi.h"
@@ -19,6 +20,11 @@ int vg_cmd_run(int argc, char **argv);
 int vg_cmd_status(int argc, char **argv);
 int vg_cmd_set(int argc, char **argv);
 int vg_cmd_smi(int argc, char **argv);
+
+/* The known option closest to a mistyped one (within 2 edits), or NULL;
+ * and the message for an unknown option, with that guess (suggest.c). */
+const char *vg_cli_suggest(const char *given, const char *const *known);
+void vg_cli_unknown_option(const char *verb, const char *given, const char *const *known);
 
 /* Where the build products are, relative to this executable (or overridden
  * by VGPU_LIBRARY / VGPU_SIM_DIR). Return 0 and fill out, or -1. */

@@ -41,8 +41,14 @@ static int parse(int argc, char **argv, struct run_opts *o) {
                         : strcmp(a, "--devices") == 0 ? &o->devices
                         : strcmp(a, "--cache") == 0   ? &o->cache
                                                       : NULL;
-    if (slot == NULL || i + 1 >= argc) {
-      fprintf(stderr, "vgpu run: %s '%s'\n", slot ? "missing value for" : "unknown option", a);
+    if (slot == NULL) {
+      static const char *const known[] = {"--sim",   "--memory", "--cores", "--devices",
+                                          "--cache", "--help",   NULL};
+      vg_cli_unknown_option("run", a, known);
+      return -1;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "vgpu run: missing value for '%s'\n", a);
       return -1;
     }
     *slot = argv[++i];

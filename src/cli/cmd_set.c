@@ -29,7 +29,9 @@ static int parse(int argc, char **argv, struct set_opts *o) {
     bool known = strcmp(a, "--cache") == 0 || strcmp(a, "--memory") == 0 ||
                  strcmp(a, "--cores") == 0 || strcmp(a, "--device") == 0;
     if (!known) {
-      fprintf(stderr, "vgpu set: unknown option '%s'\n", a);
+      static const char *const options[] = {"--cache",  "--memory", "--cores",
+                                            "--device", "--help",   NULL};
+      vg_cli_unknown_option("set", a, options);
       return -1;
     }
     if (i + 1 >= argc) {

@@ -197,7 +197,8 @@ int vg_cmd_status(int argc, char **argv) {
     else if (strcmp(argv[i], "--sim") == 0)
       sim = 1;
     else {
-      fprintf(stderr, "vgpu status: unknown option '%s'\n", argv[i]);
+      static const char *const known[] = {"--cache", "--json", "--sim", "--help", NULL};
+      vg_cli_unknown_option("status", argv[i], known);
       return 2;
     }
   }

@@ -79,6 +79,15 @@ static void test_bad_options(void **s) {
   assert_non_null(strstr(run.err, "missing value for '--memory'"));
   assert_int_equal(vgpu(&env, "status", "--cache", NULL), 2);
   assert_non_null(strstr(run.err, "missing value for '--cache'"));
+  /* A typo gets the option it was meant to be; something else gets none. */
+  assert_int_equal(vgpu(&env, "run", "--memroy", "2g", "--", "true", NULL), 2);
+  assert_non_null(strstr(run.err, "unknown option '--memroy' (did you mean --memory?)"));
+  assert_int_not_equal(vgpu(&env, "set", "--core", "30", NULL), 0);
+  assert_non_null(strstr(run.err, "(did you mean --cores?)"));
+  assert_int_equal(vgpu(&env, "status", "--jsn", NULL), 2);
+  assert_non_null(strstr(run.err, "(did you mean --json?)"));
+  assert_int_equal(vgpu(&env, "status", "--frobnicate", NULL), 2);
+  assert_non_null(strstr(run.err, "unknown option '--frobnicate' (see vgpu status --help)"));
   vg_env_cleanup(&env);
 }
 
