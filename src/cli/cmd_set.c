@@ -85,6 +85,23 @@ static unsigned cores_within_grant(const struct vg_grant *g, const char *uuid, u
   return gpu->cores;
 }
 
+/* What was set on device d, said on stdout: a command that changes a
+ * running workload confirms what it changed. */
+static void confirm(const struct vg_region *r, uint32_t d, const struct set_opts *o, uint64_t b,
+                    unsigned p) {
+  char size[32];
+  printf("vgpu set: device %u (%s):", d, r->dev[d].uuid);
+  if (o->memory != NULL)
+    printf(" memory %s", b ? vg_format_size(b, size, sizeof(size)) : "unlimited");
+  if (o->cores != NULL) {
+    if (p == 0 || p >= 100)
+      printf("%s cores unlimited", o->memory ? "," : "");
+    else
+      printf("%s cores %u %%", o->memory ? "," : "", p);
+  }
+  putchar('\n');
+}
+
 static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, unsigned pct,
                  const struct vg_grant *g, const char *dir) {
   struct vg_region *r = vg_region_of(shm);
@@ -93,12 +110,14 @@ static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, u
     if (o->device >= 0 && (uint32_t)o->device != d) continue;
     struct vg_err err;
     uint64_t b = within_grant(g, r->dev[d].uuid, bytes, dir);
+    unsigned p = o->cores != NULL ? cores_within_grant(g, r->dev[d].uuid, pct, dir) : 0;
     if (o->memory != NULL && vg_region_set_mem_limit(shm, (int)d, b, &err) != 0) {
       fprintf(stderr, "vgpu set: %s\n", err.msg);
       failed = 1;
+      continue;
     }
-    if (o->cores != NULL)
-      vg_region_set_sm_limit(shm, (int)d, cores_within_grant(g, r->dev[d].uuid, pct, dir));
+    if (o->cores != NULL) vg_region_set_sm_limit(shm, (int)d, p);
+    confirm(r, d, o, b, p);
   }
   return failed;
 }
@@ -109,6 +128,10 @@ int vg_cmd_set(int argc, char **argv) {
   uint64_t bytes = 0;
   unsigned pct = 0;
   if (parse(argc, argv, &o) != 0) return 2;
+  if (o.memory == NULL && o.cores == NULL) {
+    fputs("vgpu set: nothing to change: give --memory SIZE, --cores PCT or both\n", stderr);
+    return 2;
+  }
   if (o.memory && vg_parse_size(o.memory, &bytes, &err) != 0) {
     fprintf(stderr, "vgpu set: --memory %s: %s\n", o.memory, err.msg);
     return 2;
@@ -135,8 +158,15 @@ int vg_cmd_set(int argc, char **argv) {
     fprintf(stderr, "vgpu set: %s\n", err.msg);
     return 1;
   }
-  if (vg_region_of(&shm)->device_count == 0)
+  uint32_t count = vg_region_of(&shm)->device_count;
+  if (count == 0)
     fprintf(stderr, "vgpu set: %s has no devices yet (no GPU process has run)\n", path);
+  if (o.device >= 0 && (uint32_t)o.device >= count) {
+    fprintf(stderr, "vgpu set: --device %d: %s has %u device(s)%s; see vgpu status\n", o.device,
+            path, count, count ? ", numbered from 0" : "");
+    vg_shm_close(&shm);
+    return 1;
+  }
   int rc = apply(&shm, &o, bytes, pct, &grant, dir);
   vg_shm_close(&shm);
   return rc;

@@ -127,6 +127,14 @@ static void test_status_and_set(void **s) {
   assert_int_equal(vgpu(&env, "status", NULL), 0);
   assert_non_null(strstr(run.out, "200 MiB"));
   assert_int_equal(vgpu(&env, "set", "--memory", "300m", NULL), 0);
+  assert_non_null(strstr(run.out, "vgpu set: device 0 (GPU-"));
+  assert_non_null(strstr(run.out, "): memory 300 MiB\n"));
+  /* A device the region does not have, or nothing to set, is an error. */
+  assert_int_equal(vgpu(&env, "set", "--device", "3", "--cores", "30", NULL), 1);
+  assert_non_null(strstr(run.err, "--device 3: "));
+  assert_non_null(strstr(run.err, "has 1 device(s), numbered from 0"));
+  assert_int_equal(vgpu(&env, "set", NULL), 2);
+  assert_non_null(strstr(run.err, "nothing to change"));
   assert_int_equal(vgpu(&env, "status", "--json", NULL), 0);
   assert_int_equal(json_num(run.out, "mem_limit"), 300 * MiB);
   assert_int_equal(vgpu(&env, "set", "--memory", "bad", NULL), 2);
