@@ -31,6 +31,16 @@ void ins_unassigned_cell(struct grid *g, int col, const struct ins_node *n,
 /* part as a truncated percentage of whole (0 when whole is 0). */
 int ins_pct(long long part, long long whole);
 
+/* A node's -d pod table: the grid (NAME, NAMESPACE, one column per GPU,
+ * and one for unassigned memory when the node holds any) with its header
+ * row, "GPU0(Allocated)" or, given a unit, "GPU0(Allocated MiB)"; the
+ * unassigned column is named `unassigned` the same way. */
+void ins_detail_grid(struct grid *g, const struct ins_node *n, const char *unit,
+                     const char *unassigned);
+
+/* The cluster's total after the table: summary (detail false) or -d's. */
+void ins_cluster_total(const struct ins_cluster *cl, bool detail, FILE *out);
+
 /* "N/T", or "N+?/T" when the node holds memory of unknown size. */
 void ins_node_memory_cell(struct grid *g, int col, const struct ins_node *n);
 

@@ -64,8 +64,7 @@ static int render_summary(const struct ins_cluster *cl, FILE *out) {
   grid_free(&g);
   if (oom) return -1;
   for (size_t i = 0; i < dashes; i++) fputc('-', out);
-  fprintf(out, "\nAllocated/Total GPU Memory In Cluster:\n%lld/%lld (%d%%)\n", cl->u_alloc,
-          cl->u_total, cl->percent);
+  ins_cluster_total(cl, false, out);
   return 0;
 }
 
@@ -94,12 +93,7 @@ static int render_node_detail(const struct ins_node *n, size_t *dashes, FILE *ou
   struct ins_pod_row *rows = ins_node_pods(n, &npods);
   if (rows == NULL) return -1;
   struct grid g;
-  grid_init(&g, 2 + n->ngpus + (n->nun > 0 ? 1 : 0));
-  grid_row(&g);
-  grid_set(&g, 0, "NAME");
-  grid_set(&g, 1, "NAMESPACE");
-  for (int i = 0; i < n->ngpus; i++) grid_set(&g, 2 + i, "GPU%d(Allocated)", i);
-  if (n->nun > 0) grid_set(&g, 2 + n->ngpus, "Pending(Allocated)");
+  ins_detail_grid(&g, n, NULL, "Pending");
   for (int r = 0; r < npods; r++) pod_row(&g, n, &rows[r]);
   free(rows);
   if (*dashes == 0) *dashes = pod_rows_len(&g, npods) + 10;
@@ -123,8 +117,7 @@ static int render_detail(const struct ins_cluster *cl, FILE *out) {
   size_t dashes = 0;
   for (int i = 0; i < cl->nnodes; i++)
     if (render_node_detail(&cl->node[i], &dashes, out) != 0) return -1;
-  fprintf(out, "\n\nAllocated/Total GPU Memory In Cluster:  %lld/%lld (%d%%)\n", cl->u_alloc,
-          cl->u_total, cl->percent);
+  ins_cluster_total(cl, true, out);
   return 0;
 }
 

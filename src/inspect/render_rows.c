@@ -2,7 +2,7 @@
  * render_rows.c -- the cells both text layouts fill the same way: a node's
  * pods for -d, a pod's memory on a GPU, the unassigned memory (with "?" for
  * resources that carry no memory size) and percentages (truncated, as
- * Aliyun's are).
+ * Aliyun's are), the -d table's header, the cluster's total line.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,4 +73,23 @@ int ins_pct(long long part, long long whole) { return whole > 0 ? (int)(part * 1
 
 void ins_node_memory_cell(struct grid *g, int col, const struct ins_node *n) {
   grid_set(g, col, n->unknown_memory ? "%lld+?/%lld" : "%lld/%lld", n->u_alloc, n->u_total);
+}
+
+void ins_detail_grid(struct grid *g, const struct ins_node *n, const char *unit,
+                     const char *unassigned) {
+  grid_init(g, 2 + n->ngpus + (n->nun > 0 ? 1 : 0));
+  grid_row(g);
+  grid_set(g, 0, "NAME");
+  grid_set(g, 1, "NAMESPACE");
+  for (int i = 0; i < n->ngpus; i++)
+    grid_set(g, 2 + i, unit ? "GPU%d(Allocated %s)" : "GPU%d(Allocated)", i, unit);
+  if (n->nun > 0)
+    grid_set(g, 2 + n->ngpus, unit ? "%s(Allocated %s)" : "%s(Allocated)", unassigned, unit);
+}
+
+void ins_cluster_total(const struct ins_cluster *cl, bool detail, FILE *out) {
+  fprintf(out,
+          detail ? "\n\nAllocated/Total GPU Memory In Cluster:  %lld/%lld (%d%%)\n"
+                 : "\nAllocated/Total GPU Memory In Cluster:\n%lld/%lld (%d%%)\n",
+          cl->u_alloc, cl->u_total, cl->percent);
 }

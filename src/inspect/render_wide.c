@@ -58,8 +58,7 @@ static int render_summary(const struct ins_cluster *cl, FILE *out) {
   grid_free(&g);
   if (oom) return -1;
   for (size_t i = 0; i < len + 20; i++) fputc('-', out);
-  fprintf(out, "\nAllocated/Total GPU Memory In Cluster:\n%lld/%lld (%d%%)\n", cl->u_alloc,
-          cl->u_total, cl->percent);
+  ins_cluster_total(cl, false, out);
   return 0;
 }
 
@@ -80,12 +79,7 @@ static int render_node_detail(const struct ins_node *n, const char *unit, FILE *
   struct ins_pod_row *rows = ins_node_pods(n, &npods);
   if (rows == NULL) return -1;
   struct grid g;
-  grid_init(&g, 2 + n->ngpus + (n->nun > 0 ? 1 : 0));
-  grid_row(&g);
-  grid_set(&g, 0, "NAME");
-  grid_set(&g, 1, "NAMESPACE");
-  for (int i = 0; i < n->ngpus; i++) grid_set(&g, 2 + i, "GPU%d(Allocated %s)", i, unit);
-  if (n->nun > 0) grid_set(&g, 2 + n->ngpus, "UNASSIGNED(Allocated %s)", unit);
+  ins_detail_grid(&g, n, unit, "UNASSIGNED");
   for (int r = 0; r < npods; r++) {
     grid_row(&g);
     grid_set(&g, 0, "%s", rows[r].pod);
@@ -111,8 +105,7 @@ static int render_node_detail(const struct ins_node *n, const char *unit, FILE *
 static int render_detail(const struct ins_cluster *cl, FILE *out) {
   for (int i = 0; i < cl->nnodes; i++)
     if (render_node_detail(&cl->node[i], cl->unit_name, out) != 0) return -1;
-  fprintf(out, "\n\nAllocated/Total GPU Memory In Cluster:  %lld/%lld (%d%%)\n", cl->u_alloc,
-          cl->u_total, cl->percent);
+  ins_cluster_total(cl, true, out);
   return 0;
 }
 
