@@ -30,6 +30,8 @@ void vg_cli_unknown_option(const char *verb, const char *given, const char *cons
  * by VGPU_LIBRARY / VGPU_SIM_DIR). Return 0 and fill out, or -1. */
 int vg_path_library(char *out, size_t len);
 int vg_path_sim_dir(char *out, size_t len);
+/* The simulator's libnvidia-ml.so.1 (vgpu status --sim, vgpu smi --sim). */
+int vg_path_sim_nvml(char *out, size_t len);
 /* The region file: --cache, else $CUDA_DEVICE_MEMORY_SHARED_CACHE, else the default. */
 const char *vg_path_region(const char *option);
 

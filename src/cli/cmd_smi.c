@@ -284,14 +284,12 @@ static int print_all(const struct nvml *n, unsigned count) {
 /* The simulator's NVML for --sim (NULL path: the loader's); -1 with the
  * reason printed when there is no simulator. */
 static int nvml_path(int sim, char *lib, size_t len, const char **path) {
-  char dir[4096];
   *path = NULL;
   if (!sim) return 0;
-  if (vg_path_sim_dir(dir, sizeof(dir)) != 0) {
+  if (vg_path_sim_nvml(lib, len) != 0) {
     fputs("vgpu smi: --sim: no simulator found (set VGPU_SIM_DIR)\n", stderr);
     return -1;
   }
-  snprintf(lib, len, "%s/libnvidia-ml.so.1", dir);
   *path = lib;
   return 0;
 }

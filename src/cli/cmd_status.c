@@ -169,17 +169,16 @@ static void print_json(const struct vg_shm *shm, const struct vg_util *u,
 /* Opens NVML: the simulator's with --sim, else the loader's
  * libnvidia-ml.so.1. Failure leaves nv->why for the table. */
 static void open_nvml(struct vg_nvml *nv, int sim) {
-  char dir[4096], lib[4200];
+  char lib[4200];
   if (!sim) {
     vg_nvml_open(nv, NULL);
     return;
   }
-  if (vg_path_sim_dir(dir, sizeof(dir)) != 0) {
+  if (vg_path_sim_nvml(lib, sizeof(lib)) != 0) {
     memset(nv, 0, sizeof(*nv));
     snprintf(nv->why, sizeof(nv->why), "--sim: no simulator found (set VGPU_SIM_DIR)");
     return;
   }
-  snprintf(lib, sizeof(lib), "%s/libnvidia-ml.so.1", dir);
   vg_nvml_open(nv, lib);
 }
 

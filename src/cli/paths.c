@@ -56,6 +56,13 @@ int vg_path_sim_dir(char *out, size_t len) {
   return find(NULL, "../lib/vgpu-sim", out, len) == 0 && has_sim(out) ? 0 : -1;
 }
 
+int vg_path_sim_nvml(char *out, size_t len) {
+  char dir[PATH_MAX];
+  if (vg_path_sim_dir(dir, sizeof(dir)) != 0) return -1;
+  snprintf(out, len, "%s/libnvidia-ml.so.1", dir);
+  return 0;
+}
+
 const char *vg_path_region(const char *option) {
   if (option != NULL && *option != '\0') return option;
   const char *env = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
