@@ -634,10 +634,15 @@ ROUNDS = ("echo '== done'\n"
           "exec vgpu-burn --alloc 16g --chunk 64m --rounds 100000 --interval 0.5 --json\n")
 
 
+def user_env(ctx):
+    """The environment of a user with vgpu's kubectl plugins on PATH."""
+    return dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
+
+
 def kubectl_vgpu(ctx, *args):
     """`kubectl vgpu ...` as a user runs it: kubectl finds the plugin on PATH.
     The result has .seconds, how long the command took."""
-    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
+    env = user_env(ctx)
     start = time.monotonic()
     out = subprocess.run(["kubectl", "vgpu", *args], env=env, capture_output=True, text=True,
                          timeout=120)
@@ -1015,9 +1020,8 @@ def seed_pod(app):
 def user_kubectl(ctx, *args, stdin=None, timeout=120):
     """kubectl as the seed's reader runs it, with vgpu's kubectl plugins on
     PATH; its stdout and stderr together, as a terminal shows them."""
-    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
-    proc = subprocess.run(["kubectl", *args], input=stdin, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(["kubectl", *args], input=stdin, env=user_env(ctx),
+                          capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise E2EError("kubectl %s: exit %d\n%s%s" % (" ".join(args), proc.returncode,
                                                       proc.stdout, proc.stderr))
@@ -1238,10 +1242,8 @@ def seed_003(ctx):
                   state=lambda: ctx.agents.tail(install.PLUGIN))
     tr.say("Verify: the node reports 4 GPUs")
     query = "kubectl get nodes -o json | jq '.items[].status.allocatable | .\"nvidia.com/gpu\"'"
-    env = dict(os.environ, PATH=os.path.join(ctx.build, "bin") + ":" + os.environ["PATH"])
-
     def four():
-        p = subprocess.run(["sh", "-c", query], env=env, capture_output=True, text=True,
+        p = subprocess.run(["sh", "-c", query], env=user_env(ctx), capture_output=True, text=True,
                            timeout=60)
         return p.stdout if p.stdout.strip() == '"4"' else None
     tr.shell(query, kube.wait_for("the node to report 4 nvidia.com/gpu", four, 90,
