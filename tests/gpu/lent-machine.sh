@@ -101,7 +101,40 @@ probe_holder() {
   wait "$pid" 2>/dev/null
 }
 
+# probe_two_containers : two regions (containers) on the GPU, each with a
+# holder; what nvidia-smi and vgpu smi show inside one of them, and which
+# NVML process calls nvidia-smi resolves (libvgpu hooks the compute list).
+probe_two_containers() {
+  local a=$tmp/probe.a.cache b=$tmp/probe.b.cache pa pb
+  local in_a=(env LD_PRELOAD="$build/lib/libvgpu.so" CUDA_DEVICE_MEMORY_SHARED_CACHE="$a" CUDA_DEVICE_MEMORY_LIMIT=4g)
+  "${in_a[@]}" "$build/bin/vgpu-burn" --alloc 1g --chunk 64m --hold 15 >"$tmp/holder.a" 2>&1 &
+  pa=$!
+  env LD_PRELOAD="$build/lib/libvgpu.so" CUDA_DEVICE_MEMORY_SHARED_CACHE="$b" CUDA_DEVICE_MEMORY_LIMIT=4g \
+    "$build/bin/vgpu-burn" --alloc 512m --chunk 64m --hold 15 >"$tmp/holder.b" 2>&1 &
+  pb=$!
+  echo "== two containers: A (pid $pa, 1 GiB of a 4 GiB limit) and B (pid $pb, 512 MiB)"
+  if wait_for "$tmp/holder.a" '^holding' "$pa" && wait_for "$tmp/holder.b" '^holding' "$pb"; then
+    echo "-- nvidia-smi on the host"
+    nvidia-smi
+    echo "-- nvidia-smi in A (LD_PRELOAD=libvgpu.so, A's region)"
+    "${in_a[@]}" nvidia-smi
+    echo "-- vgpu smi in A (the simulated driver's nvidia-smi stand-in, here over NVIDIA's NVML)"
+    "${in_a[@]}" "$build/bin/vgpu" smi
+    echo "-- vgpu smi on the host"
+    "$build/bin/vgpu" smi
+    echo "-- the NVML process calls nvidia-smi resolves in A"
+    "${in_a[@]}" LD_DEBUG=symbols nvidia-smi 2>&1 >/dev/null |
+      grep -o 'symbol=nvml[A-Za-z0-9_]*Process[A-Za-z0-9_]*' | sort -u
+  else
+    echo "  a holder did not start:"
+    sed 's/^/  | /' "$tmp/holder.a" "$tmp/holder.b"
+  fi
+  kill "$pa" "$pb" 2>/dev/null
+  wait "$pa" "$pb" 2>/dev/null
+}
+
 run_probes() {
+  probe_two_containers
   probe_holder plain no
   probe_holder preloaded yes
   echo "== nvidia-smi under the preload, CUDA_DEVICE_MEMORY_LIMIT=4g"
@@ -122,9 +155,11 @@ if [ $probes_only = 1 ]; then
   exit
 fi
 
+# The probes run before the benchmarks: when the lent time is short, what
+# is new is seen first (the benchmarks are comparisons already on record).
 describe_machine >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 timeout 330 bash tests/gpu/run.sh 2>&1 | tee "$out/run.log"
-run_benchmarks 2>&1 | tee "$out/bench.log"
-timeout 60 bash "${BASH_SOURCE[0]}" --probes "$out" >"$out/probe.log" 2>&1
+timeout 90 bash "${BASH_SOURCE[0]}" --probes "$out" >"$out/probe.log" 2>&1
 cat "$out/probe.log"
+run_benchmarks 2>&1 | tee "$out/bench.log"

@@ -291,14 +291,16 @@ check_sigkill() {
 # 10. CUDA_DEVICE_SM_LIMIT accuracy: sm-accuracy.sh's table (vgpu-burn big and
 # small kernels, a PyTorch matmul loop; limits 10 30 50 90). Timing is
 # reported, not asserted: the check fails only if a workload fails to run.
-# About 1.5 minutes; VGPU_GPU_SM=0 skips it.
+# About 1.5 minutes; VGPU_GPU_SM=quick halves it, VGPU_GPU_SM=0 skips it.
 check_sm_accuracy() {
   if [ "${VGPU_GPU_SM:-1}" = 0 ]; then
     skip "10 SM-limit accuracy (VGPU_GPU_SM=0)"
     return
   fi
   local out=$tmp/c10.out summary
-  VGPU_BUILD_DIR="$build" bash "$root/tests/gpu/sm-accuracy.sh" >"$out" 2>&1
+  local quick=()
+  [ "${VGPU_GPU_SM:-1}" = quick ] && quick=(--quick)
+  VGPU_BUILD_DIR="$build" bash "$root/tests/gpu/sm-accuracy.sh" "${quick[@]}" >"$out" 2>&1
   local rc=$?
   sed 's/^/    /' "$out"
   summary=$(tail -n 1 "$out")
@@ -456,23 +458,121 @@ check_grant() {
     CUDA_DEVICE_MEMORY_LIMIT=10g VGPU_GRANT_DIR="$dir" -- <<<"$torch_oom_py"
 }
 
-check_limit
-check_raise
-check_shared
-check_race
-check_torch
-check_nvidia_smi
-check_cupy
-check_kernels
-check_no_limit
-check_sigkill
-check_torch_expandable
-check_torch_async
-check_cupy_oom
-check_jax
-check_live_set
-check_grant
-check_sm_accuracy
+# nvml_procs: every compute process NVML lists (nvmlDeviceGetComputeRunningProcesses_v3,
+# through ctypes: no pynvml needed), one "gpu pid MiB" line each.
+nvml_procs_py='
+import ctypes
+class Info(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong),
+                ("gi", ctypes.c_uint), ("ci", ctypes.c_uint)]
+nv = ctypes.CDLL("libnvidia-ml.so.1")
+if nv.nvmlInit_v2() != 0:
+    raise SystemExit("nvmlInit_v2 failed")
+n = ctypes.c_uint()
+nv.nvmlDeviceGetCount_v2(ctypes.byref(n))
+for i in range(n.value):
+    h = ctypes.c_void_p()
+    if nv.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) != 0:
+        continue
+    buf = (Info * 256)()
+    count = ctypes.c_uint(256)
+    rc = nv.nvmlDeviceGetComputeRunningProcesses_v3(h, ctypes.byref(count), buf)
+    if rc != 0:
+        raise SystemExit("nvmlDeviceGetComputeRunningProcesses_v3: %d" % rc)
+    for p in buf[:count.value]:
+        print(i, p.pid, p.used >> 20)
+'
+
+# holder TAG CACHE SIZE : vgpu-burn holding SIZE under a 2 GiB limit on
+# region CACHE, in the background; sets holder_pid, waits until it holds.
+holder() {
+  local out=$tmp/$1.holder i
+  env LD_PRELOAD="$lib" CUDA_DEVICE_MEMORY_SHARED_CACHE="$2" CUDA_DEVICE_MEMORY_LIMIT=2g \
+    "$burn" --alloc "$3" --chunk 64m --hold 30 >"$out" 2>&1 &
+  holder_pid=$!
+  for ((i = 0; i < 300; i++)); do
+    grep -q '^holding' "$out" 2>/dev/null && return 0
+    kill -0 "$holder_pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# in_region CACHE CMD... : CMD as a process of the container whose region is CACHE.
+in_region() {
+  local cache=$1
+  shift
+  limited "$cache" CUDA_DEVICE_MEMORY_LIMIT=2g -- "$@"
+}
+
+# lines FILE : FILE's lines joined by "; ", for a message.
+lines() { paste -sd';' "$1" | sed 's/;/; /g'; }
+
+# 17. Two containers on one GPU: in each, NVML's process list (the API and
+# nvidia-smi's --query-compute-apps) holds only that container's process,
+# with the bytes libvgpu charged it; outside both, the driver lists both.
+check_process_view() {
+  local a=$tmp/c17a.cache b=$tmp/c17b.cache pa pb out=$tmp/c17
+  if ! holder c17a "$a" 1g; then fail "17 the first holder did not start" "$tmp/c17a.holder"; return; fi
+  pa=$holder_pid
+  if ! holder c17b "$b" 512m; then
+    kill "$pa"; wait "$pa" 2>/dev/null
+    fail "17 the second holder did not start" "$tmp/c17b.holder"
+    return
+  fi
+  pb=$holder_pid
+  # shellcheck disable=SC2054 # commas belong to nvidia-smi's arguments
+  local q=(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits)
+  "${q[@]}" 2>&1 | tr -d ',' >"$out.host"
+  in_region "$a" "${q[@]}" 2>&1 | tr -d ',' >"$out.smi_a"
+  in_region "$b" "${q[@]}" 2>&1 | tr -d ',' >"$out.smi_b"
+  in_region "$a" python3 -c "$nvml_procs_py" >"$out.api_a" 2>&1
+  in_region "$b" python3 -c "$nvml_procs_py" >"$out.api_b" 2>&1
+  kill "$pa" "$pb" 2>/dev/null
+  wait "$pa" "$pb" 2>/dev/null
+  local what ok=1
+  what="two regions on one GPU holding 1024 and 512 MiB (pids $pa $pb): nvidia-smi in A [$(lines "$out.smi_a")], in B [$(lines "$out.smi_b")], outside [$(lines "$out.host")]; NVML API in A [$(lines "$out.api_a")], in B [$(lines "$out.api_b")]"
+  [ "$(cat "$out.smi_a")" = "$pa 1024" ] || ok=0
+  [ "$(cat "$out.smi_b")" = "$pb 512" ] || ok=0
+  [ "$(cat "$out.api_a")" = "0 $pa 1024" ] || ok=0
+  [ "$(cat "$out.api_b")" = "0 $pb 512" ] || ok=0
+  grep -q "^$pa " "$out.host" && grep -q "^$pb " "$out.host" || ok=0
+  if [ $ok = 1 ]; then
+    pass "17 $what"
+  else
+    fail "17 $what (want each region's own pid and charge only; both outside)"
+    # Which process calls nvidia-smi resolves, to find the one not hooked.
+    in_region "$a" env LD_DEBUG=symbols nvidia-smi --query-compute-apps=pid --format=csv 2>&1 |
+      grep -o 'symbol=nvml[A-Za-z0-9_]*Process[A-Za-z0-9_]*' | sort -u | sed 's/^/      | /'
+  fi
+}
+
+# 18. The CLI on the real driver: vgpu run --memory 1g stops vgpu-burn at
+# 1 GiB, without the "no NVIDIA driver found" hint.
+check_vgpu_run() {
+  local out=$tmp/c18.out vgpu=$build/bin/vgpu
+  "$vgpu" run --memory 1g --cache "$tmp/c18.cache" -- \
+    "$burn" --alloc 4g --chunk 64m --json >"$out" 2>"$out.err"
+  local rc=$? a o mt
+  a=$(json_num "$out" allocated_bytes) o=$(json_bool "$out" oom) mt=$(json_num "$out" mem_total)
+  local what
+  what="vgpu run --memory 1g: allocated $(mib "${a:-0}") (oom ${o:-?}), total $(mib "${mt:-0}")"
+  if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" -le $GiB ] && [ "$a" -ge $((GiB - 64 * MiB)) ] &&
+    [ "$o" = true ] && [ "$mt" = $GiB ] && ! grep -q 'no NVIDIA driver' "$out.err"; then
+    pass "18 $what"
+  else
+    fail "18 $what (want 960..1024 MiB, oom true, total 1024 MiB, no driver hint; exit $rc)" "$out.err"
+  fi
+}
+
+# VGPU_GPU_ONLY="17 18": run only the checks with these numbers.
+checks=(1:check_limit 2:check_raise 3:check_shared 3b:check_race 4:check_torch 5:check_nvidia_smi
+  6:check_cupy 7:check_kernels 8:check_no_limit 9:check_sigkill 11:check_torch_expandable
+  12:check_torch_async 13:check_cupy_oom 14:check_jax 15:check_live_set 16:check_grant
+  17:check_process_view 18:check_vgpu_run 10:check_sm_accuracy)
+for c in "${checks[@]}"; do
+  case " ${VGPU_GPU_ONLY:-${c%%:*}} " in *" ${c%%:*} "*) "${c#*:}" ;; esac
+done
 
 [ $skipped -gt 0 ] && echo "($skipped skipped)"
 echo "$passed passed, $failed failed"
