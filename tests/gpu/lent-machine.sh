@@ -40,6 +40,7 @@ vg_real_driver_only
 describe_machine() {
   uname -a
   nvidia-smi -L
+  head -n 1 /proc/driver/nvidia/version 2>/dev/null
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
   ldd --version | head -n 1
   python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -133,7 +134,43 @@ probe_two_containers() {
   wait "$pa" "$pb" 2>/dev/null
 }
 
+# probe_pid_namespace : a holder inside a new pid namespace (as in a pod)
+# and a neighbour outside it: under which pids NVML and NVIDIA's nvidia-smi
+# list them inside and outside the namespace (does the driver translate and
+# leave out?), and what vgpu status reads inside (docs/status.md).
+probe_pid_namespace() {
+  local cache=$tmp/probe.ns.cache out=$tmp/ns-neighbour nb
+  env LD_PRELOAD="$build/lib/libvgpu.so" CUDA_DEVICE_MEMORY_SHARED_CACHE="$tmp/probe.nsb.cache" \
+    CUDA_DEVICE_MEMORY_LIMIT=2g "$build/bin/vgpu-burn" --alloc 512m --chunk 64m --hold 12 >"$out" 2>&1 &
+  nb=$!
+  wait_for "$out" '^holding' "$nb"
+  echo "== a holder in a new pid namespace (unshare --pid --fork --mount-proc); a neighbour outside, pid $nb"
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  unshare --pid --fork --mount-proc env LD_PRELOAD="$build/lib/libvgpu.so" \
+    CUDA_DEVICE_MEMORY_SHARED_CACHE="$cache" CUDA_DEVICE_MEMORY_LIMIT=2g B="$build" bash -c '
+      "$B/bin/vgpu-burn" --alloc 1g --chunk 64m --hold 8 >/tmp/vgpu-ns-holder 2>&1 &
+      h=$!
+      for i in $(seq 100); do grep -q ^holding /tmp/vgpu-ns-holder && break; sleep 0.1; done
+      echo "-- inside: holder pid $h; NVML lists (no preload):"
+      env -u LD_PRELOAD python3 -c "import pynvml as n; n.nvmlInit(); h = n.nvmlDeviceGetHandleByIndex(0); print([(p.pid, p.usedGpuMemory >> 20) for p in n.nvmlDeviceGetComputeRunningProcesses(h)])"
+      echo "-- inside: NVIDIA nvidia-smi, no preload, then under the preload"
+      env -u LD_PRELOAD nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
+      nvidia-smi | tail -n 4
+      echo "-- inside: vgpu status"
+      "$B/bin/vgpu" status
+      wait "$h"' &
+  local ns=$!
+  sleep 4
+  echo "-- outside: NVML lists"
+  nvml_processes
+  wait "$ns"
+  kill "$nb" 2>/dev/null
+  wait "$nb" 2>/dev/null
+  rm -f /tmp/vgpu-ns-holder
+}
+
 run_probes() {
+  probe_pid_namespace
   probe_two_containers
   probe_holder plain no
   probe_holder preloaded yes
