@@ -3,6 +3,10 @@
  * Alibaba GPU trace, through the scheduler's own placement code.
  *
  *   vgpu-replay --nodes CSV --pods CSV [--policy NAME] [--seeds 42-51] [--json]
+ *               [--mix FAMILY=PCT [--mix-seed N] [--pool CSV]... [--write-pods CSV]]
+ *
+ * --mix replays a point of a workload family (mix.c) instead of the trace
+ * as it is: the --pods trace resampled, drawing from the --pool traces.
  *
  * Seeds run in parallel (one thread per core). Prints per-seed results and
  * the mean curve (arrived % -> unallocated GPU %); with --json the last line
@@ -20,6 +24,7 @@
 #include "trace.h"
 
 #define MAX_SEEDS 1000
+#define MAX_POOLS 8
 #define COVERAGE_PCT 95.0
 
 struct opts {
@@ -27,6 +32,10 @@ struct opts {
   long seed_lo, seed_hi;
   double tune;
   int json;
+  const char *mix_arg, *write_pods;
+  struct vg_mix mix;
+  const char *pools[MAX_POOLS];
+  int npools;
 };
 
 struct job {
@@ -46,9 +55,16 @@ struct job {
 #define DEFAULT_POLICY "vgpu"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: vgpu-replay --nodes CSV --pods CSV [--policy NAME] [--seeds A-B] [--tune X] "
-          "[--json]\n  policies:");
+  fprintf(
+      f,
+      "usage: vgpu-replay --nodes CSV --pods CSV [--policy NAME] [--seeds A-B] [--tune X] "
+      "[--json]\n"
+      "                   [--mix FAMILY=PCT [--mix-seed N] [--pool CSV]... [--write-pods CSV]]\n"
+      "  --mix: replay a workload family's point, the --pods trace resampled with draws\n"
+      "    from the --pool traces (default: itself); FAMILY is multigpu, gpushare or\n"
+      "    gpuspec (PCT = %% of the GPU request), or cpu (PCT = %% of pods CPU-only);\n"
+      "    --mix-seed (default 1) fixes the draws; --write-pods saves the pod list\n"
+      "  policies:");
   for (const struct vg_policy *const *p = vg_policy_all(); *p; p++) fprintf(f, " %s", (*p)->name);
   fprintf(f, " (default " DEFAULT_POLICY
              ")\n  seeds default 42-51; tune default 1.3 (x GPU capacity)\n");
@@ -66,8 +82,32 @@ static int parse_seeds(const char *s, struct opts *o) {
   return (*end == '\0' && o->seed_hi >= o->seed_lo && o->seed_hi - o->seed_lo < MAX_SEEDS) ? 0 : -1;
 }
 
+/* --mix, --mix-seed, --pool, --write-pods; anything else is unknown. */
+static int parse_mix_opt(const char *a, const char *v, struct opts *o) {
+  struct vg_err err;
+  char *end;
+  if (strcmp(a, "--mix") == 0) {
+    o->mix_arg = v;
+    if (vg_mix_parse(v, &o->mix, &err)) return fprintf(stderr, "vgpu-replay: %s\n", err.msg), -1;
+  } else if (strcmp(a, "--mix-seed") == 0) {
+    o->mix.seed = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end)
+      return fprintf(stderr, "vgpu-replay: bad --mix-seed '%s' (a number)\n", v), -1;
+  } else if (strcmp(a, "--pool") == 0) {
+    if (o->npools == MAX_POOLS)
+      return fprintf(stderr, "vgpu-replay: at most %d --pool traces\n", MAX_POOLS), -1;
+    o->pools[o->npools++] = v;
+  } else if (strcmp(a, "--write-pods") == 0) {
+    o->write_pods = v;
+  } else {
+    return fprintf(stderr, "vgpu-replay: unknown option '%s'\n", a), -1;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o) {
-  *o = (struct opts){NULL, NULL, DEFAULT_POLICY, 42, 51, 1.3, 0};
+  *o = (struct opts){.policy = DEFAULT_POLICY, .seed_lo = 42, .seed_hi = 51, .tune = 1.3};
+  o->mix.seed = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) {
@@ -91,11 +131,13 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       o->tune = strtod(v, &end);
       if (*end || !(o->tune > 0 && o->tune <= 10))
         return fprintf(stderr, "vgpu-replay: bad --tune '%s' (0 < X <= 10)\n", v), -1;
-    } else {
-      return fprintf(stderr, "vgpu-replay: unknown option '%s'\n", a), -1;
+    } else if (parse_mix_opt(a, v, o)) {
+      return -1;
     }
   }
   if (!o->nodes || !o->pods) return fprintf(stderr, "vgpu-replay: --nodes and --pods needed\n"), -1;
+  if (!o->mix_arg && (o->npools || o->write_pods))
+    return fprintf(stderr, "vgpu-replay: --pool and --write-pods go with --mix\n"), -1;
   return 0;
 }
 
@@ -143,6 +185,10 @@ static void report(const struct job *j, double secs) {
     var += (r->unallocated_at_100 - m) * (r->unallocated_at_100 - m);
   }
   double sd = n > 1 ? sqrt(var / (n - 1)) : 0;
+  double measured = o->mix_arg ? vg_mix_measure(o->mix.family, j->pods, j->npods) : 0;
+  if (o->mix_arg)
+    printf("mix %s (mix seed %llu): %d pods, measured %.1f%%\n", o->mix_arg,
+           (unsigned long long)o->mix.seed, j->npods, measured);
   printf(
       "policy %s: unallocated GPU at 100%% arrived: mean %.2f%% (sd %.2f) over %d seeds, %.1f s\n",
       j->policy->name, m, sd, n, secs);
@@ -154,8 +200,12 @@ static void report(const struct job *j, double secs) {
   if (!o->json) return;
   printf(
       "{\"policy\":\"%s\",\"seeds\":\"%ld-%ld\",\"tune\":%.3f,\"unallocated_pct_at_100\":%.4f,"
-      "\"sd_at_100\":%.4f,\"seconds\":%.2f,\"curve\":{",
+      "\"sd_at_100\":%.4f,\"seconds\":%.2f,",
       j->policy->name, o->seed_lo, o->seed_hi, o->tune, m, sd, secs);
+  if (o->mix_arg)
+    printf("\"mix\":\"%s\",\"mix_seed\":%llu,\"mix_pods\":%d,\"mix_measured\":%.2f,", o->mix_arg,
+           (unsigned long long)o->mix.seed, j->npods, measured);
+  printf("\"curve\":{");
   const char *sep = "";
   for (int x = 0; x <= VG_REPLAY_MAX_X; x++)
     if (!isnan(mean_at(j->res, n, x)))
@@ -163,11 +213,44 @@ static void report(const struct job *j, double secs) {
   printf("}}\n");
 }
 
+/* The --pool traces, one after another in *pool. */
+static int load_pool(const struct opts *o, struct vg_cluster *c, struct vg_pod **pool, int *npool,
+                     struct vg_err *err) {
+  *pool = NULL, *npool = 0;
+  for (int i = 0; i < o->npools; i++) {
+    struct vg_pod *p;
+    int n;
+    if (vg_trace_load_pods(o->pools[i], c, &p, &n, err)) return -1;
+    struct vg_pod *grown = realloc(*pool, (size_t)(*npool + n) * sizeof(*grown));
+    if (!grown) return free(p), vg_err_set(err, "out of memory for %d pods", *npool + n);
+    memcpy(grown + *npool, p, (size_t)n * sizeof(*p));
+    *pool = grown, *npool += n;
+    free(p);
+  }
+  return 0;
+}
+
+/* Replaces *pods with the --mix family point built from them. */
+static int apply_mix(const struct opts *o, struct vg_cluster *c, struct vg_pod **pods, int *npods,
+                     struct vg_err *err) {
+  struct vg_pod *pool, *mixed;
+  int npool, nmixed;
+  if (load_pool(o, c, &pool, &npool, err)) return free(pool), -1;
+  int rc = vg_mix_build(&o->mix, c, *pods, *npods, pool, npool, &mixed, &nmixed, err);
+  free(pool);
+  if (rc) return -1;
+  free(*pods);
+  *pods = mixed, *npods = nmixed;
+  if (o->write_pods && vg_trace_write_pods(o->write_pods, c, mixed, nmixed, err)) return -1;
+  return 0;
+}
+
 static int load(const struct opts *o, struct vg_cluster *c, struct vg_pod **pods, int *npods,
                 struct vg_workload *w) {
   struct vg_err err;
   vg_cluster_init(c);
   if (vg_trace_load_nodes(o->nodes, c, &err) || vg_trace_load_pods(o->pods, c, pods, npods, &err) ||
+      (o->mix_arg && apply_mix(o, c, pods, npods, &err)) ||
       vg_workload_build(w, *pods, *npods, COVERAGE_PCT, &err))
     return fprintf(stderr, "vgpu-replay: %s\n", err.msg), -1;
   return 0;

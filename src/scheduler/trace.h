@@ -20,6 +20,11 @@ int vg_trace_load_nodes(const char *path, struct vg_cluster *c, struct vg_err *e
 int vg_trace_load_pods(const char *path, struct vg_cluster *c, struct vg_pod **pods, int *npods,
                        struct vg_err *err);
 
+/* Pods to CSV (name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec),
+ * readable by vg_trace_load_pods with the same cluster's model table. */
+int vg_trace_write_pods(const char *path, const struct vg_cluster *c, const struct vg_pod *pods,
+                        int n, struct vg_err *err);
+
 /* ---- seeded randomness (rng.c): splitmix64 ---- */
 struct vg_rng {
   uint64_t state;
@@ -30,6 +35,27 @@ uint64_t vg_rng_next(struct vg_rng *r);
 uint32_t vg_rng_below(struct vg_rng *r, uint32_t n);
 /* Fisher-Yates shuffle of n elements of size sz. */
 void vg_rng_shuffle(struct vg_rng *r, void *base, int n, size_t sz);
+
+/* ---- workload families (mix.c) ---- */
+enum vg_mix_family { VG_MIX_NONE, VG_MIX_MULTIGPU, VG_MIX_GPUSHARE, VG_MIX_GPUSPEC, VG_MIX_CPU };
+
+struct vg_mix {
+  enum vg_mix_family family;
+  double pct;    /* the family's point: % of GPU request, or % of pods for cpu */
+  uint64_t seed; /* the draws; one (family, pct, seed) is one pod list */
+};
+
+/* "multigpu=40" and the like; errors say what is wrong. */
+int vg_mix_parse(const char *s, struct vg_mix *m, struct vg_err *err);
+const char *vg_mix_family_name(enum vg_mix_family f);
+/* The pod list of family point m: base resampled with draws from pool (the
+ * base itself when npool is 0). *out is malloc'd. c decides which model
+ * lists a pod can be given (gpuspec). */
+int vg_mix_build(const struct vg_mix *m, const struct vg_cluster *c, const struct vg_pod *base,
+                 int nbase, const struct vg_pod *pool, int npool, struct vg_pod **out, int *nout,
+                 struct vg_err *err);
+/* The property family f varies, measured on a pod list. */
+double vg_mix_measure(enum vg_mix_family f, const struct vg_pod *p, int n);
 
 /* ---- replay (replay.c) ---- */
 #define VG_REPLAY_MAX_X 200 /* curve points: arrived % of GPU capacity, 0..200 */
