@@ -257,6 +257,8 @@ static void test_status_finds_the_run(void **s) {
   struct vg_env env;
   env_runs(&env);
   pid_t first = start_holder(&env, "20");
+  /* until its region exists, status would read the machine's /tmp/vgpu.cache */
+  for (int i = 0; i < 400 && run_files(&env) < 1; i++) usleep(25000);
   wait_used(&env, 100 * MiB);
   char stale[400];
   snprintf(stale, sizeof(stale), "%s/vgpu-runs/999999999.cache", env.dir);
