@@ -4,7 +4,7 @@
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
 #                  format; every stage runs, then one summary line (scripts/test-all.sh)
-#   make demo      the main job on the simulated GPU
+#   make demo      vgpu on the simulated GPU in about 30 s: memory cap, compute cap, vgpu set, smi
 #   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver
 #   make images    build/images/vgpu-node.tar, vgpu-scheduler.tar: the container images, OCI archives,
 #                  built without a registry or container engine (images/README.md; needs root)
@@ -59,8 +59,9 @@ e2e: build
 images: build
 	@bash images/build.sh
 
-demo: build
-	@bash scripts/demo.sh
+# Builds quietly itself (build/demo-build.log; shown only on failure).
+demo:
+	@MAKE="$(MAKE)" bash scripts/demo.sh
 
 fuzz:
 	@bash scripts/fuzz.sh

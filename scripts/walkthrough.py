@@ -214,9 +214,10 @@ class Node:
         return self.run([os.path.join(self.build, "bin", "vgpu")] + args, **kw)
 
     def in_container(self, region, argv, env=None, shown=None):
-        """A command inside the container: its region, libvgpu preloaded."""
+        """A command inside the container: its region, libvgpu preloaded (-q: a container
+        has no vgpu run to announce the limits)."""
         e = dict(env or {})
-        return self.run([os.path.join(self.build, "bin", "vgpu"), "run", "--sim", "--cache",
+        return self.run([os.path.join(self.build, "bin", "vgpu"), "run", "-q", "--sim", "--cache",
                          region, "--"] + argv, env=e, shown=shown or " ".join(
                              os.path.basename(a) if i == 0 else a for i, a in enumerate(argv)))
 

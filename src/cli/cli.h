@@ -1,7 +1,7 @@
 /*
  * cli.h -- the vgpu command-line tool: one file per verb.
  *
- *   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD...
+ *   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] [-q] -- CMD...
  *   vgpu status [--cache PATH] [--json] [--sim]
  *   vgpu set [--cache PATH] [--memory SIZE] [--cores PCT] [--device N]
  *   vgpu smi            (also: vgpu invoked as nvidia-smi)
@@ -21,6 +21,13 @@ int vg_cmd_status(int argc, char **argv);
 int vg_cmd_set(int argc, char **argv);
 int vg_cmd_smi(int argc, char **argv);
 
+/* Runs command (argv, found on PATH) as a child and waits for it (launch.c):
+ * its wait status, or -1 with errno when it could not be started. */
+int vg_launch(char **command);
+/* vgpu run's exit code for the command's wait status: the same code, or
+ * death by the same signal. */
+int vg_launch_exit(int status);
+
 /* The known option closest to a mistyped one (within 2 edits), or NULL;
  * and the message for an unknown option, with that guess (suggest.c). */
 const char *vg_cli_suggest(const char *given, const char *const *known);
@@ -34,6 +41,32 @@ int vg_path_sim_dir(char *out, size_t len);
 int vg_path_sim_nvml(char *out, size_t len);
 /* The region file: --cache, else $CUDA_DEVICE_MEMORY_SHARED_CACHE, else the default. */
 const char *vg_path_region(const char *option);
+
+/* Per-run region files (runs.c). vg_runs_create makes this process's
+ * (named by its pid, in a directory of this user's, mode 0700) and puts its
+ * path in out; 0, or -1 with err. */
+int vg_runs_create(char *out, size_t len, struct vg_err *err);
+
+#define VG_LIVE_RUNS_MAX 16
+struct vg_live_run {
+  int pid;           /* the vgpu run process */
+  char path[4096];   /* its region file */
+  char command[128]; /* what it runs, as typed after "--" */
+};
+struct vg_live_runs {
+  int count; /* may exceed VG_LIVE_RUNS_MAX; the first ones are in run */
+  struct vg_live_run run[VG_LIVE_RUNS_MAX];
+};
+/* The per-run regions whose vgpu run is alive; stale ones are removed. */
+void vg_runs_list(struct vg_live_runs *live);
+/* The region vgpu status and vgpu set use: --cache, else
+ * $CUDA_DEVICE_MEMORY_SHARED_CACHE, else the one live run's, else the
+ * default. 0 with the path in out, or 1 when several runs are live (in
+ * live): the caller refuses with vg_runs_refuse. */
+int vg_path_region_find(const char *option, char *out, size_t len, struct vg_live_runs *live);
+/* The same for a verb: 0 with the path in out, or -1 after telling the
+ * user on stderr which runs are live and to pass --cache. */
+int vg_cli_region(const char *verb, const char *option, char *out, size_t len);
 
 /* This container's grant (grant.h), where there is one: 1 with g and its
  * directory in dir, 0 when there is none (vgpu run, a plain host), -1 with

@@ -6,6 +6,12 @@
  * preload libvgpu.so; --sim also puts the simulated driver first on the
  * library path. Values are checked here with the library's own parser so a
  * typo fails before the workload starts.
+ *
+ * Unless --cache or $CUDA_DEVICE_MEMORY_SHARED_CACHE names a region to
+ * share, the run gets a region file of its own (runs.c), so that limits one
+ * run set do not stick for the next; vgpu run then waits for its command
+ * (launch.c) and removes that file. Before the command starts, one line on
+ * stderr says what limits it runs under (-q: none).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -16,10 +22,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "region.h"
+#include "shmfile.h"
 #include "size.h"
 
 struct run_opts {
-  int sim;
+  int sim, quiet;
   const char *memory, *cores, *devices, *cache;
   char **command;
 };
@@ -32,8 +40,8 @@ static int parse(int argc, char **argv, struct run_opts *o) {
       o->command = argv + i + 1;
       break;
     }
-    if (strcmp(a, "--sim") == 0) {
-      o->sim = 1;
+    if (strcmp(a, "--sim") == 0 || strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      *(strcmp(a, "--sim") == 0 ? &o->sim : &o->quiet) = 1;
       continue;
     }
     const char **slot = strcmp(a, "--memory") == 0    ? &o->memory
@@ -42,8 +50,8 @@ static int parse(int argc, char **argv, struct run_opts *o) {
                         : strcmp(a, "--cache") == 0   ? &o->cache
                                                       : NULL;
     if (slot == NULL) {
-      static const char *const known[] = {"--sim",   "--memory", "--cores", "--devices",
-                                          "--cache", "--help",   NULL};
+      static const char *const known[] = {"--sim",   "--memory", "--cores", "--devices", "--cache",
+                                          "--quiet", "-q",       "--help",  NULL};
       vg_cli_unknown_option("run", a, known);
       return -1;
     }
@@ -87,7 +95,7 @@ static int prepend(const char *name, const char *value) {
   return rc;
 }
 
-static int set_environment(const struct run_opts *o) {
+static int set_environment(const struct run_opts *o, const char *region) {
   char lib[PATH_MAX], sim[PATH_MAX];
   if (vg_path_library(lib, sizeof(lib)) != 0) {
     fprintf(stderr,
@@ -103,7 +111,7 @@ static int set_environment(const struct run_opts *o) {
   }
   if (o->sim && prepend("LD_LIBRARY_PATH", sim) != 0) return -1;
   if (prepend("LD_PRELOAD", lib) != 0) return -1;
-  setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", vg_path_region(o->cache), 1);
+  setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", region, 1);
   if (o->memory != NULL) setenv("CUDA_DEVICE_MEMORY_LIMIT", o->memory, 1);
   if (o->cores != NULL) setenv("CUDA_DEVICE_SM_LIMIT", o->cores, 1);
   if (o->devices != NULL) setenv("CUDA_VISIBLE_DEVICES", o->devices, 1);
@@ -124,11 +132,88 @@ static void warn_without_driver(const struct run_opts *o) {
           "programs will fail to start; on a machine without a GPU, use vgpu run --sim\n");
 }
 
+/* A region named by --cache or the caller's environment is shared on
+ * purpose; otherwise this run makes its own, initialised now so that vgpu
+ * status can read it before the command has touched the GPU. Returns 1 for
+ * an own region, 0 for a shared one, -1 on error. */
+static int choose_region(const struct run_opts *o, char *out, size_t len) {
+  const char *env = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  if ((o->cache != NULL && *o->cache != '\0') || (env != NULL && *env != '\0')) {
+    snprintf(out, len, "%s", vg_path_region(o->cache));
+    return 0;
+  }
+  struct vg_err err;
+  struct vg_shm shm;
+  if (vg_runs_create(out, len, &err) != 0 || vg_region_open(&shm, out, &err) != 0) {
+    fprintf(stderr, "vgpu run: %s\n", err.msg);
+    return -1;
+  }
+  vg_shm_close(&shm);
+  return 1;
+}
+
+/* "2 GiB", "unlimited", or, unset in a shared region, what it holds. */
+static void memory_text(const char *value, int own, char *buf, size_t len) {
+  uint64_t bytes;
+  struct vg_err err;
+  if (value == NULL)
+    snprintf(buf, len, "%s", own ? "unlimited" : "as the region has it");
+  else if (vg_parse_size(value, &bytes, &err) != 0)
+    snprintf(buf, len, "%s", value); /* libvgpu will say what is wrong */
+  else if (bytes == 0)
+    snprintf(buf, len, "unlimited");
+  else
+    vg_format_size(bytes, buf, len);
+}
+
+static void cores_text(const char *value, int own, char *buf, size_t len) {
+  unsigned pct;
+  struct vg_err err;
+  if (value == NULL)
+    snprintf(buf, len, "%s", own ? "unlimited" : "as the region has it");
+  else if (vg_parse_percent(value, &pct, &err) != 0)
+    snprintf(buf, len, "%s", value);
+  else if (pct == 0)
+    snprintf(buf, len, "unlimited");
+  else
+    snprintf(buf, len, "%u %%", pct);
+}
+
+/* One line on stderr: the limits in the command's environment. */
+static void announce(const char *region, int own) {
+  char mem[64], cores[64];
+  memory_text(getenv("CUDA_DEVICE_MEMORY_LIMIT"), own, mem, sizeof(mem));
+  cores_text(getenv("CUDA_DEVICE_SM_LIMIT"), own, cores, sizeof(cores));
+  const char *devices = getenv("CUDA_VISIBLE_DEVICES");
+  fprintf(stderr, "vgpu run: memory %s, cores %s, devices %s (region %s%s)\n", mem, cores,
+          devices != NULL ? devices : "all", region, own ? "" : ", shared");
+}
+
+/* Runs the command and removes the run's own region afterwards. */
+static int run_own(char **command, const char *region) {
+  int status = vg_launch(command);
+  int err = errno;
+  unlink(region);
+  if (status < 0) {
+    fprintf(stderr, "vgpu run: cannot start %s: %s\n", command[0], strerror(err));
+    return 127;
+  }
+  return vg_launch_exit(status);
+}
+
 int vg_cmd_run(int argc, char **argv) {
   struct run_opts o;
   if (parse(argc, argv, &o) != 0 || check_values(&o) != 0) return 2;
   warn_without_driver(&o);
-  if (set_environment(&o) != 0) return 1;
+  char region[PATH_MAX];
+  int own = choose_region(&o, region, sizeof(region));
+  if (own < 0) return 1;
+  if (set_environment(&o, region) != 0) {
+    if (own) unlink(region);
+    return 1;
+  }
+  if (!o.quiet) announce(region, own);
+  if (own) return run_own(o.command, region);
   execvp(o.command[0], o.command);
   fprintf(stderr, "vgpu run: cannot run %s: %s\n", o.command[0], strerror(errno));
   return 127;

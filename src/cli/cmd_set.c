@@ -7,6 +7,7 @@
  * nothing allocated is taken away. In a container of the device plugin a
  * limit above the node agent's grant is cut to the grant, and said so.
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +152,8 @@ int vg_cmd_set(int argc, char **argv) {
     fprintf(stderr, "vgpu set: %s\n", err.msg);
     return 1;
   }
-  const char *path = vg_path_region(o.cache);
+  char path[PATH_MAX];
+  if (vg_cli_region("set", o.cache, path, sizeof(path)) != 0) return 1;
   struct vg_shm shm;
   if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0 ||
       (vg_shm_close(&shm), vg_region_open(&shm, path, &err)) != 0) {

@@ -12,6 +12,7 @@
  * the limiter charged in the last second, an estimate that only exists
  * while a limit is set ("-" otherwise).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,8 @@ int vg_cmd_status(int argc, char **argv) {
       return 2;
     }
   }
-  const char *path = vg_path_region(cache);
+  char path[PATH_MAX];
+  if (vg_cli_region("status", cache, path, sizeof(path)) != 0) return 1;
   struct vg_shm shm;
   struct vg_err err, err_ro;
   if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err_ro) != 0) {

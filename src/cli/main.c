@@ -7,16 +7,27 @@
 
 #include "cli.h"
 
+/* Which region status and set use without --cache (runs.c). */
+#define REGION_RULE                                                                          \
+  ".\n        Without --cache: $CUDA_DEVICE_MEMORY_SHARED_CACHE if set; else the region of " \
+  "the one\n        vgpu run still running (several: refused, listing them); else "          \
+  "/tmp/vgpu.cache"
+
 /* Each verb's synopsis and what it does: the global usage lists them all,
  * `vgpu VERB --help` shows its own. */
 static const struct verb_help {
   const char *name, *synopsis, *what;
 } VERBS[] = {
-    {"run", "[--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] -- CMD ARGS...",
-     "run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU)"},
-    {"status", "[--cache PATH] [--json] [--sim]", "limits, usage and processes of a region file"},
+    {"run",
+     "[--sim] [--memory SIZE] [--cores PCT] [--devices LIST] [--cache PATH] [-q] -- CMD ARGS...",
+     "run CMD with libvgpu preloaded and these limits (--sim: on the simulated GPU); the limits\n"
+     "        are printed on stderr first (-q, --quiet: not). Without --cache (or\n"
+     "        $CUDA_DEVICE_MEMORY_SHARED_CACHE) the run gets a region file of its own, removed\n"
+     "        when CMD exits, so its limits do not carry over to the next run"},
+    {"status", "[--cache PATH] [--json] [--sim]",
+     "limits, usage and processes of a region file" REGION_RULE},
     {"set", "[--cache PATH] [--memory SIZE] [--cores PCT] [--device N]",
-     "change the limits of running processes"},
+     "change the limits of running processes" REGION_RULE},
     {"smi", "[--sim]",
      "nvidia-smi's table of the GPUs and processes this process sees (the container's\n"
      "        slice under libvgpu); what NVML cannot say reads N/A. Invoked as nvidia-smi, vgpu\n"
@@ -25,8 +36,9 @@ static const struct verb_help {
 
 static const char NOTES[] =
     "SIZE: bytes, or with k/m/g/t (binary, 300m = 300 MiB), Ki/Mi/Gi/Ti, KB/MB/GB/TB; 1.5g ok\n"
-    "PCT: 0..100 (0 = unlimited). The region file defaults to $CUDA_DEVICE_MEMORY_SHARED_CACHE\n"
-    "or /tmp/vgpu.cache.\n";
+    "PCT: 0..100 (0 = unlimited). Region files: vgpu run makes one per run in\n"
+    "$XDG_RUNTIME_DIR/vgpu-runs (else ${TMPDIR:-/tmp}/vgpu-runs-UID) unless --cache or\n"
+    "$CUDA_DEVICE_MEMORY_SHARED_CACHE names one to share.\n";
 
 static void usage(FILE *to) {
   fputs("usage: vgpu <command> [options]\n       vgpu --version\n\ncommands:\n", to);

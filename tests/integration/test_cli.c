@@ -1,4 +1,5 @@
 /* test_cli.c -- vgpu run / status / set / smi as a user types them. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -139,10 +140,159 @@ static void test_status_and_set(void **s) {
   assert_int_equal(json_num(run.out, "mem_limit"), 300 * MiB);
   assert_int_equal(vgpu(&env, "set", "--memory", "bad", NULL), 2);
   assert_non_null(strstr(run.err, "--memory bad"));
-  /* the new limit holds for the next process without any env change */
+  /* a region shared on purpose ($CUDA_DEVICE_MEMORY_SHARED_CACHE) keeps
+   * the new limit for the next process without any env change ... */
   assert_int_equal(vgpu(&env, "run", "--sim", "--", g_probe, "alloc", "mem", "10m", "1000", NULL),
                    0);
   assert_int_equal(json_num(run.out, "allocated"), 30);
+  /* ... but a plain vgpu run has a region of its own: the limit one run
+   * set is not the next one's */
+  vg_env_unset(&env, "CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  vg_env_set(&env, "XDG_RUNTIME_DIR", env.dir);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "100m", "--", g_probe, "alloc", "mem",
+                        "10m", "1000", NULL),
+                   0);
+  assert_int_equal(json_num(run.out, "allocated"), 10);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--", g_probe, "alloc", "mem", "10m", "1000", NULL),
+                   0);
+  assert_true(json_num(run.out, "allocated") > 300);
+  vg_env_cleanup(&env);
+}
+
+/* Plain runs, each with a region of its own: $CUDA_DEVICE_MEMORY_SHARED_CACHE
+ * unset, and $XDG_RUNTIME_DIR in the test's directory so that runs of
+ * other tests are not seen. */
+static void env_runs(struct vg_env *env) {
+  env_plain(env);
+  vg_env_unset(env, "CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  vg_env_set(env, "XDG_RUNTIME_DIR", env->dir);
+}
+
+/* How many files the per-run directory holds (-1: it does not exist). */
+static int run_files(const struct vg_env *env) {
+  char dir[400];
+  snprintf(dir, sizeof(dir), "%s/vgpu-runs", env->dir);
+  DIR *d = opendir(dir);
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* Issue 16: a limit one plain vgpu run set does not stick for the next;
+ * runs given the same --cache do share it. */
+static void test_runs_do_not_share_limits(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_runs(&env);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "200m", "--cores", "30", "--", g_probe,
+                        "alloc", "mem", "10m", "1000", NULL),
+                   0);
+  assert_int_equal(json_num(run.out, "allocated"), 20);
+  assert_int_equal(run_files(&env), 0); /* its region went with it */
+  assert_int_equal(vgpu(&env, "run", "--sim", "--", g_probe, "alloc", "mem", "10m", "1000", NULL),
+                   0);
+  assert_true(json_num(run.out, "allocated") > 300);
+  assert_non_null(strstr(run.err, "vgpu run: memory unlimited, cores unlimited, devices all"));
+  char cache[400];
+  snprintf(cache, sizeof(cache), "%s/shared.cache", env.dir);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--cache", cache, "--memory", "200m", "--", g_probe,
+                        "alloc", "mem", "10m", "1000", NULL),
+                   0);
+  assert_int_equal(json_num(run.out, "allocated"), 20);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--cache", cache, "--", g_probe, "alloc", "mem",
+                        "10m", "1000", NULL),
+                   0);
+  assert_int_equal(json_num(run.out, "allocated"), 20);
+  vg_env_cleanup(&env);
+}
+
+/* The one line on stderr says the limits in effect and the region; -q and
+ * --quiet drop it; the command's exit status is vgpu run's. */
+static void test_run_says_its_limits(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_runs(&env);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "2g", "--cores", "30", "--devices", "0",
+                        "--", "true", NULL),
+                   0);
+  char want[512];
+  snprintf(want, sizeof(want),
+           "vgpu run: memory 2 GiB, cores 30 %%, devices 0 (region %s/vgpu-runs/", env.dir);
+  if (strstr(run.err, want) == NULL) fail_msg("no '%s' in '%s'", want, run.err);
+  assert_int_equal(vgpu(&env, "run", "-q", "--sim", "--memory", "2g", "--", "true", NULL), 0);
+  assert_string_equal(run.err, "");
+  assert_int_equal(vgpu(&env, "run", "--quiet", "--sim", "--", "sh", "-c", "exit 3", NULL), 3);
+  assert_string_equal(run.err, "");
+  char cache[400];
+  snprintf(cache, sizeof(cache), "%s/shared.cache", env.dir);
+  assert_int_equal(vgpu(&env, "run", "--sim", "--cache", cache, "--", "true", NULL), 0);
+  snprintf(want, sizeof(want),
+           "vgpu run: memory as the region has it, cores as the region has it, devices all "
+           "(region %s, shared)\n",
+           cache);
+  assert_string_equal(run.err, want);
+  assert_int_equal(vgpu(&env, "run", "--quiet", "--sim", "--", "sh", "-c", "kill -TERM $$", NULL),
+                   128 + SIGTERM);
+  assert_int_equal(vgpu(&env, "run", "-w", "--", "true", NULL), 2);
+  assert_non_null(strstr(run.err, "(did you mean -q?)"));
+  assert_int_equal(run_files(&env), 0);
+  vg_env_cleanup(&env);
+}
+
+/* Starts vgpu run --sim --memory 200m -- vgpu-burn holding 100 MiB. */
+static pid_t start_holder(const struct vg_env *env, char *hold) {
+  char burn[512];
+  snprintf(burn, sizeof(burn), "%s", vg_build_path("bin/vgpu-burn"));
+  char *argv[] = {g_vgpu, "run",     "-q",   "--sim",  "--memory", "200m", "--",
+                  burn,   "--alloc", "100m", "--hold", hold,       NULL};
+  return vg_spawn(env, argv);
+}
+
+/* Without --cache, status and set use the one live run's region; with
+ * several they refuse and list them; a run that was killed is ignored. */
+static void test_status_finds_the_run(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_runs(&env);
+  pid_t first = start_holder(&env, "20");
+  /* until its region exists, status would read the machine's /tmp/vgpu.cache */
+  for (int i = 0; i < 400 && run_files(&env) < 1; i++) usleep(25000);
+  wait_used(&env, 100 * MiB);
+  char stale[400];
+  snprintf(stale, sizeof(stale), "%s/vgpu-runs/999999999.cache", env.dir);
+  FILE *f = fopen(stale, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(vgpu(&env, "status", NULL), 0);
+  char want[400];
+  snprintf(want, sizeof(want), "region %s/vgpu-runs/%d.cache (", env.dir, (int)first);
+  if (strstr(run.out, want) == NULL) fail_msg("no '%s' in\n%s", want, run.out);
+  assert_int_equal(access(stale, F_OK), -1); /* the stale file was removed */
+  assert_int_equal(vgpu(&env, "set", "--memory", "300m", NULL), 0);
+  assert_int_equal(vgpu(&env, "status", "--json", NULL), 0);
+  assert_int_equal(json_num(run.out, "mem_limit"), 300 * MiB);
+  pid_t second = start_holder(&env, "20");
+  for (int i = 0; i < 400 && run_files(&env) < 2; i++) usleep(25000);
+  assert_int_equal(vgpu(&env, "status", NULL), 1);
+  assert_non_null(strstr(run.err, "vgpu status: 2 vgpu run commands are running"));
+  pid_t both[] = {first, second};
+  for (int i = 0; i < 2; i++) {
+    snprintf(want, sizeof(want), "  %s/vgpu-runs/%d.cache  pid %d  ", env.dir, (int)both[i],
+             (int)both[i]);
+    if (strstr(run.err, want) == NULL) fail_msg("no '%s' in\n%s", want, run.err);
+  }
+  assert_non_null(strstr(run.err, "vgpu-burn --alloc 100m --hold 20\n"));
+  assert_non_null(strstr(run.err, "pass --cache PATH"));
+  assert_int_equal(vgpu(&env, "set", "--cores", "10", NULL), 1);
+  assert_non_null(strstr(run.err, "vgpu set: 2 vgpu run commands are running"));
+  /* vgpu run passes SIGTERM on: vgpu-burn stops holding and exits cleanly */
+  kill(first, SIGTERM);
+  kill(second, SIGTERM);
+  assert_int_equal(vg_wait(first), 0);
+  assert_int_equal(vg_wait(second), 0);
+  assert_int_equal(run_files(&env), 0);
   vg_env_cleanup(&env);
 }
 
@@ -349,6 +499,9 @@ int main(void) {
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_help_and_no_driver),
       cmocka_unit_test(test_status_and_set),
+      cmocka_unit_test(test_runs_do_not_share_limits),
+      cmocka_unit_test(test_run_says_its_limits),
+      cmocka_unit_test(test_status_finds_the_run),
       cmocka_unit_test(test_smi_shows_slice),
       cmocka_unit_test(test_smi_lists_the_slices_processes),
       cmocka_unit_test(test_status_measures_unlimited_burn),
