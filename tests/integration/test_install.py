@@ -5,7 +5,8 @@ simulated driver in PREFIX/lib/vgpu-sim, so `vgpu run --sim` limits an
 installed vgpu-burn and `vgpu smi --sim` shows the simulated GPUs; nothing of
 the simulator is on the loader's path. Every program's man page is installed
 and renders (groff), with a NAME description and every option the program's
---help prints (for vgpu, also every verb's).
+--help prints (for vgpu, also every verb's); vgpu's bash completion is where
+bash-completion looks for it.
 
 Usage: test_install.py BUILD_DIR
 """
@@ -68,7 +69,7 @@ def main():
         for rel in ("bin/vgpu", "bin/vgpu-burn", "bin/vgpu-sim", "bin/kubectl-inspect-gpushare",
                     "bin/kubectl-vgpu", "bin/vgpu-device-plugin", "bin/vgpu-scheduler",
                     "bin/vgpu-webhook", "lib/libvgpu.so", "lib/vgpu-sim/libcuda.so.1",
-                    "lib/vgpu-sim/libnvidia-ml.so.1"):
+                    "lib/vgpu-sim/libnvidia-ml.so.1", "share/bash-completion/completions/vgpu"):
             check(os.path.exists(os.path.join(prefix, rel)), "%s is not installed" % rel)
         env = {k: v for k, v in os.environ.items()
                if k not in ("LD_LIBRARY_PATH", "VGPU_SIM_DIR", "VGPU_LIBRARY", "LD_PRELOAD")}
