@@ -5,7 +5,8 @@
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
 #                  format; every stage runs, then one summary line (scripts/test-all.sh)
 #   make demo      vgpu on the simulated GPU in about 30 s: memory cap, compute cap, vgpu set, smi
-#   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver
+#   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver,
+#                  man pages, vgpu's bash completion
 #   make images    build/images/vgpu-node.tar, vgpu-scheduler.tar: the container images, OCI archives,
 #                  built without a registry or container engine (images/README.md; needs root)
 #   make e2e       a real single-node Kubernetes 1.20 (built from Debian's sources) and vgpu on it (docs/e2e.md)
@@ -35,7 +36,8 @@ asan: deps
 
 # PREFIX (default /usr/local) and DESTDIR as usual: PREFIX/bin (vgpu, vgpu-burn, vgpu-sim, the
 # kubectl plugins, the daemons), PREFIX/lib/libvgpu.so, PREFIX/lib/vgpu-sim (the simulated driver,
-# outside the loader's path: only vgpu run --sim uses it).
+# outside the loader's path: only vgpu run --sim uses it), PREFIX/share/man/man1 (every program's
+# page, made by help2man from its --help: build/man), PREFIX/share/bash-completion/completions/vgpu.
 PREFIX ?= /usr/local
 install: build
 	@cmake --install build --prefix "$(PREFIX)"

@@ -30,7 +30,7 @@ static double now_ns(void) {
 int bench_check(CUresult r, const char *call) {
   if (r == CUDA_SUCCESS) return 0;
   const char *name = NULL;
-  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL) name = "unknown CUresult";
+  if (vg_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL) name = "unknown CUresult";
   fprintf(stderr, "%s: %s failed: %s (%d)\n", g_prog, call, name, (int)r);
   return -1;
 }
@@ -171,7 +171,8 @@ int bench_main(const struct bench_spec *s, int argc, char **argv) {
   g_prog = s->prog;
   int prc = parse_options(s, argc, argv, &o);
   if (prc != 0) return prc == 1 ? 0 : 2;
-  if (s->setup() != 0) return 1;
+  /* Only now: --help and a bad command line need no driver (cuda_dl.h). */
+  if (vg_cuda_dl_open(s->prog) != 0 || s->setup() != 0) return 1;
   for (size_t i = 0; i < s->n_cases; i++) {
     if (selected(&s->cases[i], &o) && run_case(s, &s->cases[i], &o) != 0) return 1;
   }

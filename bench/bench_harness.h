@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_abi.h"
+#include "cuda_dl.h"
 
 /* One case: a loop doing n operations, reporting failures in
  * bench_loop_error so that it stays as thin as the calls it measures. */

@@ -30,8 +30,8 @@ static CUdevice g_dev;
 __attribute__((noinline)) void bench_loop_alloc_free(uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++) {
     CUdeviceptr p = 0;
-    CUresult r = cuMemAlloc_v2(&p, BENCH_ALLOC_BYTES);
-    if (r == CUDA_SUCCESS) r = cuMemFree_v2(p);
+    CUresult r = vg_cu.cuMemAlloc_v2(&p, BENCH_ALLOC_BYTES);
+    if (r == CUDA_SUCCESS) r = vg_cu.cuMemFree_v2(p);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -39,7 +39,7 @@ __attribute__((noinline)) void bench_loop_alloc_free(uint64_t iters) {
 __attribute__((noinline)) void bench_loop_device_total_mem(uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++) {
     size_t bytes = 0;
-    CUresult r = cuDeviceTotalMem_v2(&bytes, g_dev);
+    CUresult r = vg_cu.cuDeviceTotalMem_v2(&bytes, g_dev);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -47,7 +47,7 @@ __attribute__((noinline)) void bench_loop_device_total_mem(uint64_t iters) {
 __attribute__((noinline)) void bench_loop_driver_version(uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++) {
     int v = 0;
-    CUresult r = cuDriverGetVersion(&v);
+    CUresult r = vg_cu.cuDriverGetVersion(&v);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -55,7 +55,7 @@ __attribute__((noinline)) void bench_loop_driver_version(uint64_t iters) {
 __attribute__((noinline)) void bench_loop_ctx_get_device(uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++) {
     CUdevice d = 0;
-    CUresult r = cuCtxGetDevice(&d);
+    CUresult r = vg_cu.cuCtxGetDevice(&d);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -79,10 +79,12 @@ static const char g_usage[] =
 
 static int setup(void) {
   CUcontext ctx = NULL;
-  if (bench_check(cuInit(0), "cuInit") || bench_check(cuDeviceGet(&g_dev, 0), "cuDeviceGet"))
+  if (bench_check(vg_cu.cuInit(0), "cuInit") ||
+      bench_check(vg_cu.cuDeviceGet(&g_dev, 0), "cuDeviceGet"))
     return -1;
-  if (bench_check(cuDevicePrimaryCtxRetain(&ctx, g_dev), "cuDevicePrimaryCtxRetain")) return -1;
-  return bench_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  if (bench_check(vg_cu.cuDevicePrimaryCtxRetain(&ctx, g_dev), "cuDevicePrimaryCtxRetain"))
+    return -1;
+  return bench_check(vg_cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 }
 
 int main(int argc, char **argv) {

@@ -22,6 +22,7 @@
  * <case>_ops says how many there were.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ static CUstream g_stream;
 
 __attribute__((noinline)) void bench_loop_launch(uint64_t n) {
   for (uint64_t i = 0; i < n; i++) {
-    CUresult r = cuLaunchKernel(g_func, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL);
+    CUresult r = vg_cu.cuLaunchKernel(g_func, 1, 1, 1, 1, 1, 1, 0, g_stream, NULL, NULL);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -54,7 +55,7 @@ __attribute__((noinline)) void bench_loop_launch_ex(uint64_t n) {
   cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.hStream = g_stream;
   for (uint64_t i = 0; i < n; i++) {
-    CUresult r = cuLaunchKernelEx(&cfg, g_func, NULL, NULL);
+    CUresult r = vg_cu.cuLaunchKernelEx(&cfg, g_func, NULL, NULL);
     if (r != CUDA_SUCCESS) bench_loop_error = r;
   }
 }
@@ -79,14 +80,19 @@ static int setup(void) {
   CUdevice dev;
   CUcontext ctx = NULL;
   CUmodule mod = NULL;
-  if (bench_check(cuInit(0), "cuInit") || bench_check(cuDeviceGet(&dev, 0), "cuDeviceGet"))
+  if (vg_cu.cuLaunchKernelEx == NULL) { /* optional in cuda_dl.h: older drivers lack it */
+    fprintf(stderr, "vgpu-bench-launch: this libcuda.so.1 lacks cuLaunchKernelEx\n");
     return -1;
-  if (bench_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain")) return -1;
-  if (bench_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent")) return -1;
-  if (bench_check(cuModuleLoadData(&mod, g_nop_ptx), "cuModuleLoadData")) return -1;
-  if (bench_check(cuModuleGetFunction(&g_func, mod, "vg_nop"), "cuModuleGetFunction(vg_nop)"))
+  }
+  if (bench_check(vg_cu.cuInit(0), "cuInit") ||
+      bench_check(vg_cu.cuDeviceGet(&dev, 0), "cuDeviceGet"))
     return -1;
-  return bench_check(cuStreamCreate(&g_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (bench_check(vg_cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain")) return -1;
+  if (bench_check(vg_cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")) return -1;
+  if (bench_check(vg_cu.cuModuleLoadData(&mod, g_nop_ptx), "cuModuleLoadData")) return -1;
+  if (bench_check(vg_cu.cuModuleGetFunction(&g_func, mod, "vg_nop"), "cuModuleGetFunction(vg_nop)"))
+    return -1;
+  return bench_check(vg_cu.cuStreamCreate(&g_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
 
 /* One round of `iters` launches in batches; returns the launch time in ns,
@@ -102,7 +108,7 @@ static double run_round(const struct bench_case *c, uint64_t iters, const struct
     else
       c->loop(n);
     done += n;
-    if (bench_check(cuStreamSynchronize(g_stream), "cuStreamSynchronize")) return -1.0;
+    if (bench_check(vg_cu.cuStreamSynchronize(g_stream), "cuStreamSynchronize")) return -1.0;
   }
   return total;
 }

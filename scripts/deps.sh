@@ -7,14 +7,16 @@ set -euo pipefail
 
 build=(build-essential cmake pkg-config libcmocka-dev
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
-  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev)
+  libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev
+  help2man)  # help2man: the man pages, made from each program's --help (man/)
 if [ "${1:-}" = --build ] && [ $# -eq 1 ]; then
   packages=("${build[@]}")
 elif [ $# -gt 0 ]; then
   packages=("$@")
 else
   packages=("${build[@]}" python3-grpcio python3-protobuf
-  prometheus python3-yaml)  # promtool checks the metrics; python3-yaml reads rendered manifests
+  prometheus python3-yaml groff-base)  # promtool checks the metrics; python3-yaml reads rendered
+  # manifests; groff renders the installed man pages (test_install)
   # kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
   # from elsewhere already owns /usr/bin/kubectl.
   command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)

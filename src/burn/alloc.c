@@ -33,15 +33,15 @@ static int remember(struct burn_alloc *a, CUdeviceptr p) {
 /* One chunk. Returns 0 on success, 1 on OOM, -1 on any other failure. */
 static int alloc_chunk(struct burn_alloc *a, size_t size, int touch) {
   CUdeviceptr p = 0;
-  CUresult r = cuMemAlloc_v2(&p, size);
+  CUresult r = vg_cu.cuMemAlloc_v2(&p, size);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) return 1;
   if (burn_check(r, "cuMemAlloc_v2")) return -1;
   if (remember(a, p) != 0) {
-    cuMemFree_v2(p);
+    vg_cu.cuMemFree_v2(p);
     return -1;
   }
   a->bytes += size;
-  if (touch && burn_check(cuMemsetD8_v2(p, 0xa5, size), "cuMemsetD8_v2")) return -1;
+  if (touch && burn_check(vg_cu.cuMemsetD8_v2(p, 0xa5, size), "cuMemsetD8_v2")) return -1;
   return 0;
 }
 
@@ -61,14 +61,15 @@ int burn_alloc_run(const struct burn_opts *o, struct burn_alloc *a) {
       break;
     }
   }
-  if (o->touch && a->count > 0 && burn_check(cuCtxSynchronize(), "cuCtxSynchronize")) return -1;
+  if (o->touch && a->count > 0 && burn_check(vg_cu.cuCtxSynchronize(), "cuCtxSynchronize"))
+    return -1;
   return 0;
 }
 
 int burn_alloc_free(struct burn_alloc *a) {
   int rc = 0;
   for (size_t i = 0; i < a->count; i++) {
-    if (burn_check(cuMemFree_v2(a->ptrs[i]), "cuMemFree_v2")) rc = -1;
+    if (burn_check(vg_cu.cuMemFree_v2(a->ptrs[i]), "cuMemFree_v2")) rc = -1;
   }
   free(a->ptrs);
   memset(a, 0, sizeof(*a));

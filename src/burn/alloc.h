@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_abi.h"
+#include "cuda_dl.h"
 #include "options.h"
 
 struct burn_alloc {

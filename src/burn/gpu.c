@@ -29,7 +29,7 @@ void burn_install_signals(void) {
 
 const char *burn_cu_name(CUresult r, char *buf, size_t len) {
   const char *name = NULL;
-  if (cuGetErrorName(r, &name) == CUDA_SUCCESS && name != NULL) return name;
+  if (vg_cu.cuGetErrorName(r, &name) == CUDA_SUCCESS && name != NULL) return name;
   snprintf(buf, len, "CUresult %d", (int)r);
   return buf;
 }
@@ -38,22 +38,22 @@ int burn_check(CUresult r, const char *call) {
   if (r == CUDA_SUCCESS) return 0;
   char buf[32];
   const char *desc = NULL;
-  if (cuGetErrorString(r, &desc) != CUDA_SUCCESS || desc == NULL) desc = "no description";
+  if (vg_cu.cuGetErrorString(r, &desc) != CUDA_SUCCESS || desc == NULL) desc = "no description";
   fprintf(stderr, "vgpu-burn: %s failed: %s (%s)\n", call, burn_cu_name(r, buf, sizeof(buf)), desc);
   return -1;
 }
 
 static int read_attributes(struct burn_gpu *g) {
-  if (burn_check(cuDeviceGetName(g->name, (int)sizeof(g->name), g->dev), "cuDeviceGetName"))
+  if (burn_check(vg_cu.cuDeviceGetName(g->name, (int)sizeof(g->name), g->dev), "cuDeviceGetName"))
     return -1;
   g->name[sizeof(g->name) - 1] = '\0';
-  if (burn_check(
-          cuDeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
-          "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"))
+  if (burn_check(vg_cu.cuDeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                            g->dev),
+                 "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"))
     return -1;
-  if (burn_check(
-          cuDeviceGetAttribute(&g->max_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, g->dev),
-          "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)"))
+  if (burn_check(vg_cu.cuDeviceGetAttribute(&g->max_block,
+                                            CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, g->dev),
+                 "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)"))
     return -1;
   return 0;
 }
@@ -61,18 +61,19 @@ static int read_attributes(struct burn_gpu *g) {
 int burn_gpu_open(int ordinal, struct burn_gpu *g) {
   memset(g, 0, sizeof(*g));
   g->ordinal = ordinal;
-  if (burn_check(cuInit(0), "cuInit")) return -1;
+  if (burn_check(vg_cu.cuInit(0), "cuInit")) return -1;
   int count = 0;
-  if (burn_check(cuDeviceGetCount(&count), "cuDeviceGetCount")) return -1;
+  if (burn_check(vg_cu.cuDeviceGetCount(&count), "cuDeviceGetCount")) return -1;
   if (ordinal >= count) {
     fprintf(stderr, "vgpu-burn: --device %d: the driver reports %d device(s)\n", ordinal, count);
     return -1;
   }
-  if (burn_check(cuDeviceGet(&g->dev, ordinal), "cuDeviceGet")) return -1;
+  if (burn_check(vg_cu.cuDeviceGet(&g->dev, ordinal), "cuDeviceGet")) return -1;
   if (read_attributes(g) != 0) return -1;
-  if (burn_check(cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain")) return -1;
-  if (burn_check(cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent")) {
-    cuDevicePrimaryCtxRelease_v2(g->dev);
+  if (burn_check(vg_cu.cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain"))
+    return -1;
+  if (burn_check(vg_cu.cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent")) {
+    vg_cu.cuDevicePrimaryCtxRelease_v2(g->dev);
     g->ctx = NULL;
     return -1;
   }
@@ -81,15 +82,15 @@ int burn_gpu_open(int ordinal, struct burn_gpu *g) {
 
 void burn_gpu_close(struct burn_gpu *g) {
   if (g->ctx == NULL) return;
-  burn_check(cuCtxSetCurrent(NULL), "cuCtxSetCurrent(NULL)");
-  burn_check(cuDevicePrimaryCtxRelease_v2(g->dev), "cuDevicePrimaryCtxRelease_v2");
+  burn_check(vg_cu.cuCtxSetCurrent(NULL), "cuCtxSetCurrent(NULL)");
+  burn_check(vg_cu.cuDevicePrimaryCtxRelease_v2(g->dev), "cuDevicePrimaryCtxRelease_v2");
   g->ctx = NULL;
 }
 
 int burn_meminfo_query(const struct burn_gpu *g, struct burn_meminfo *m) {
   memset(m, 0, sizeof(*m));
-  if (burn_check(cuMemGetInfo_v2(&m->free, &m->total), "cuMemGetInfo_v2")) return -1;
-  return burn_check(cuDeviceTotalMem_v2(&m->device_total, g->dev), "cuDeviceTotalMem_v2");
+  if (burn_check(vg_cu.cuMemGetInfo_v2(&m->free, &m->total), "cuMemGetInfo_v2")) return -1;
+  return burn_check(vg_cu.cuDeviceTotalMem_v2(&m->device_total, g->dev), "cuDeviceTotalMem_v2");
 }
 
 double burn_now(void) {

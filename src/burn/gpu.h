@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-#include "cuda_abi.h"
+#include "cuda_dl.h"
 
 struct burn_gpu {
   int ordinal;

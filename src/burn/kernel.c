@@ -56,26 +56,26 @@ int burn_kernel_prepare(const struct burn_opts *o, const struct burn_gpu *g,
                         struct burn_kernel *k) {
   memset(k, 0, sizeof(*k));
   if (choose_shape(o, g, k) != 0) return -1;
-  if (burn_check(cuModuleLoadData(&k->module, vg_burn_ptx), "cuModuleLoadData")) return -1;
-  if (burn_check(cuModuleGetFunction(&k->func, k->module, VG_BURN_KERNEL),
+  if (burn_check(vg_cu.cuModuleLoadData(&k->module, vg_burn_ptx), "cuModuleLoadData")) return -1;
+  if (burn_check(vg_cu.cuModuleGetFunction(&k->func, k->module, VG_BURN_KERNEL),
                  "cuModuleGetFunction(" VG_BURN_KERNEL ")"))
     return -1;
-  if (burn_check(cuMemAlloc_v2(&k->buf, (size_t)k->n * sizeof(float)),
+  if (burn_check(vg_cu.cuMemAlloc_v2(&k->buf, (size_t)k->n * sizeof(float)),
                  "cuMemAlloc_v2 (kernel buffer)"))
     return -1;
-  if (burn_check(cuMemsetD32_v2(k->buf, 0, k->n), "cuMemsetD32_v2")) return -1;
-  return burn_check(cuStreamCreate(&k->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  if (burn_check(vg_cu.cuMemsetD32_v2(k->buf, 0, k->n), "cuMemsetD32_v2")) return -1;
+  return burn_check(vg_cu.cuStreamCreate(&k->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
 
 static int launch_batch(struct burn_kernel *k, uint64_t batch) {
   void *params[] = {&k->buf, &k->n, &k->iters};
   for (uint64_t i = 0; i < batch; i++) {
-    if (burn_check(
-            cuLaunchKernel(k->func, k->grid, 1, 1, k->block, 1, 1, 0, k->stream, params, NULL),
-            "cuLaunchKernel"))
+    if (burn_check(vg_cu.cuLaunchKernel(k->func, k->grid, 1, 1, k->block, 1, 1, 0, k->stream,
+                                        params, NULL),
+                   "cuLaunchKernel"))
       return -1;
   }
-  return burn_check(cuStreamSynchronize(k->stream), "cuStreamSynchronize");
+  return burn_check(vg_cu.cuStreamSynchronize(k->stream), "cuStreamSynchronize");
 }
 
 /* Next batch size from the last one's time per kernel and the time left:
@@ -184,8 +184,8 @@ void burn_kernel_result_free(struct burn_kernel_result *r) {
 }
 
 void burn_kernel_release(struct burn_kernel *k) {
-  if (k->stream != NULL) burn_check(cuStreamDestroy_v2(k->stream), "cuStreamDestroy_v2");
-  if (k->buf != 0) burn_check(cuMemFree_v2(k->buf), "cuMemFree_v2 (kernel buffer)");
-  if (k->module != NULL) burn_check(cuModuleUnload(k->module), "cuModuleUnload");
+  if (k->stream != NULL) burn_check(vg_cu.cuStreamDestroy_v2(k->stream), "cuStreamDestroy_v2");
+  if (k->buf != 0) burn_check(vg_cu.cuMemFree_v2(k->buf), "cuMemFree_v2 (kernel buffer)");
+  if (k->module != NULL) burn_check(vg_cu.cuModuleUnload(k->module), "cuModuleUnload");
   memset(k, 0, sizeof(*k));
 }

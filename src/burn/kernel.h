@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "cuda_abi.h"
+#include "cuda_dl.h"
 #include "gpu.h"
 #include "options.h"
 

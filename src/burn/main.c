@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "alloc.h"
+#include "cuda_dl.h"
 #include "gpu.h"
 #include "kernel.h"
 #include "options.h"
@@ -74,6 +75,18 @@ static int run(struct burn_run *r) {
   return failed ? 1 : 0;
 }
 
+/* --driver: which libcuda.so.1 the loader picked, so that tests/gpu can
+ * insist on NVIDIA's driver rather than the simulator. */
+static int print_driver(void) {
+  const char *path = vg_cuda_dl_path();
+  if (path == NULL) {
+    fputs("vgpu-burn: cannot tell where libcuda.so.1 was loaded from\n", stderr);
+    return 1;
+  }
+  printf("%s\n", path);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static struct burn_run r;
   switch (burn_parse_options(argc, argv, &r.opts)) {
@@ -84,6 +97,9 @@ int main(int argc, char **argv) {
     case BURN_PARSE_OK:
       break;
   }
+  /* Only now: --help and a bad command line need no driver (cuda_dl.h). */
+  if (vg_cuda_dl_open("vgpu-burn") != 0) return 1;
+  if (r.opts.driver_only) return print_driver();
   burn_install_signals();
   return run(&r);
 }

@@ -56,14 +56,21 @@ static const char g_usage[] =
     "  --json           print one JSON object on the last line: allocated_bytes,\n"
     "                   chunks, oom, kernels, kernels_per_s, seconds, mem_free,\n"
     "                   mem_total, device_total, ...\n"
+    "  --driver         print the path of the libcuda.so.1 that was loaded (NVIDIA's\n"
+    "                   driver or vgpu's simulator) and exit\n"
     "  -h, --help       show this text\n"
+    "  --version        print the version and exit\n"
     "\n"
     "SIZE: a bare number is bytes; k/m/g/t and Ki/Mi/Gi/Ti are binary multiples\n"
     "(300m = 300 MiB); KB/MB/GB/TB are decimal; 1.5g is allowed.\n"
     "Without --alloc, --seconds or --hold, vgpu-burn prints the memory info.\n"
     "\n"
+    "libcuda.so.1 is opened only after the command line is read: without an NVIDIA\n"
+    "driver, --help works and everything else stops with a message (on a machine\n"
+    "without a GPU, run it under 'vgpu run --sim').\n"
+    "\n"
     "Exit status: 0 on success (an out-of-memory stop of --alloc is a success),\n"
-    "1 when a CUDA call fails otherwise, 2 on a bad command line.\n";
+    "1 when a CUDA call fails otherwise or no driver loads, 2 on a bad command line.\n";
 
 enum {
   OPT_ALLOC = 256,
@@ -82,6 +89,7 @@ enum {
   OPT_JSON,
   OPT_ROUNDS,
   OPT_INTERVAL,
+  OPT_DRIVER,
   OPT_VERSION
 };
 
@@ -102,6 +110,7 @@ static const struct option g_long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"rounds", required_argument, NULL, OPT_ROUNDS},
     {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"driver", no_argument, NULL, OPT_DRIVER},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -219,6 +228,9 @@ static int apply_option(int c, const char *arg, struct burn_opts *o) {
       return rc;
     case OPT_JSON:
       o->json = 1;
+      return 0;
+    case OPT_DRIVER:
+      o->driver_only = 1;
       return 0;
     default:
       return -1; /* getopt_long already printed the problem */

@@ -42,6 +42,7 @@ struct burn_opts {
   int json;             /* --json: one JSON object on the last line */
   unsigned rounds;      /* --rounds N: phases 2-5 this many times (default 1) */
   double interval_s;    /* --interval SECONDS: pause between rounds (default 1) */
+  int driver_only;      /* --driver: print the loaded libcuda.so.1's path, nothing else */
 };
 
 /* Outcome of burn_parse_options. */

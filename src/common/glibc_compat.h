@@ -29,11 +29,13 @@
 
 #if defined(__x86_64__)
 #define VG_GLIBC_BASE "GLIBC_2.2.5"
-#define VG_GLIBC_ROBUST "GLIBC_2.12" /* robust mutexes arrived in 2.12 */
-#define VG_STAT_VER 1                /* _STAT_VER_LINUX */
+#define VG_GLIBC_ROBUST "GLIBC_2.12"  /* robust mutexes arrived in 2.12 */
+#define VG_GLIBC_DLINFO "GLIBC_2.3.3" /* dlinfo arrived in 2.3.3 */
+#define VG_STAT_VER 1                 /* _STAT_VER_LINUX */
 #elif defined(__aarch64__)
 #define VG_GLIBC_BASE "GLIBC_2.17"
 #define VG_GLIBC_ROBUST "GLIBC_2.17"
+#define VG_GLIBC_DLINFO "GLIBC_2.17"
 #define VG_STAT_VER 0
 #else
 #error "glibc_compat.h: add this architecture's oldest glibc symbol versions"
@@ -47,6 +49,7 @@ VG_GLIBC_PIN(dlclose, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dlerror, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dladdr, VG_GLIBC_BASE);
 VG_GLIBC_PIN(dlvsym, VG_GLIBC_BASE);
+VG_GLIBC_PIN(dlinfo, VG_GLIBC_DLINFO);
 #ifdef VG_COMPAT_PIN_DLSYM
 VG_GLIBC_PIN(dlsym, VG_GLIBC_BASE);
 #endif

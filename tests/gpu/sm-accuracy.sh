@@ -102,9 +102,9 @@ if [ "$sim" = 1 ]; then
   export LD_LIBRARY_PATH=$build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "sm-accuracy on the SIMULATED GPU (VGPU_GPU_SM_SIM=1: a check of this script, not of a GPU)"
 else
-  driver=$(ldd "$burn" | awk '/libcuda.so.1/ { print $3 }')
+  driver=$("$burn" --driver 2>/dev/null) || driver="" # the libcuda.so.1 it dlopens
   case "$driver" in
-    "" | "not" | */sim/libcuda.so.1)
+    "" | */sim/libcuda.so.1)
       echo "sm-accuracy: vgpu-burn does not resolve libcuda.so.1 to NVIDIA's driver (got '${driver:-nothing}')" >&2
       exit 1
       ;;

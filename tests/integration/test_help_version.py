@@ -3,8 +3,8 @@
 --version the same way (curl's rule): the usage on stdout and exit 0; one
 line "<program> <version>" and exit 0.
 
-The programs linked against libcuda.so.1 (vgpu-burn and the benchmarks) get
-the simulator's on the library path, as they would a driver's.
+No driver is on the library path: vgpu-burn and the benchmarks open
+libcuda.so.1 only after reading their command line (test_no_driver.py).
 
 Usage: test_help_version.py BUILD_DIR VERSION
 """
@@ -24,7 +24,7 @@ def check(cond, what):
 def main():
     build, version = sys.argv[1], sys.argv[2]
     bindir = os.path.join(build, "bin")
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "sim"))
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
     programs = sorted(p for p in os.listdir(bindir) if os.access(os.path.join(bindir, p), os.X_OK))
     check(len(programs) >= 10, "only %d programs in %s" % (len(programs), bindir))
     for prog in programs:
