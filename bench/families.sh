@@ -28,9 +28,9 @@ BIN=build/bin/vgpu-replay
 
 points() {
   case "$1" in
-    multigpu) echo "${MULTIGPU_POINTS:-20 30 40 50 60}" ;;
+    multigpu) echo "${MULTIGPU_POINTS:-15 20 25 30 40 50 60}" ;;
     gpushare) echo "${GPUSHARE_POINTS:-20 40 60 80 100}" ;;
-    gpuspec) echo "${GPUSPEC_POINTS:-5 10 20 30 40}" ;;
+    gpuspec) echo "${GPUSPEC_POINTS:-5 10 15 20 30 40}" ;;
     cpu) echo "${CPU_POINTS:-5 10 20 30}" ;;
     *) echo "bench/families.sh: unknown family '$1'" >&2; exit 2 ;;
   esac

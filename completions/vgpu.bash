@@ -9,7 +9,7 @@
 # The options of VERB (the top level when empty), one string.
 _vgpu_options() {
   case $1 in
-    run) echo "--sim --memory --cores --devices --cache --help" ;;
+    run) echo "--sim --memory --cores --devices --cache --quiet -q --help" ;;
     status) echo "--cache --json --sim --help" ;;
     set) echo "--cache --memory --cores --device --help" ;;
     smi) echo "--sim --help" ;;

@@ -89,6 +89,9 @@ struct vg_task_type {
 struct vg_workload {
   struct vg_task_type *types;
   int n;
+  /* Of the kept types' GPU demand (sum of p_m x num_gpu x gpu_milli): the %
+   * pinned to GPU models, and the % asking for several GPUs. */
+  double pinned_pct, multi_pct;
 };
 
 /* Groups pods by (cpu, gpu_milli, num_gpu, models); keeps the most frequent
@@ -133,6 +136,8 @@ double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struc
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_binpack(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
+/* Whether vgpu uses the CPU-aware measure for workload w (policy_vgpu.c). */
+bool vg_vgpu_cpu_aware(const struct vg_workload *w);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 /* Extra score points for a share that takes its GPU from `from` to `to` free
  * milli (the vgpu policy's tie-break); NULL for none. */

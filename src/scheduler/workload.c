@@ -42,6 +42,20 @@ static void count_type(struct vg_task_type *types, int *n, const struct vg_pod *
   (*n)++;
 }
 
+/* What part of the GPU demand is pinned to models, and what part spans GPUs. */
+static void mix_shares(struct vg_workload *w) {
+  double all = 0, pinned = 0, multi = 0;
+  for (int t = 0; t < w->n; t++) {
+    const struct vg_pod *m = &w->types[t].pod;
+    double g = w->types[t].weight * m->num_gpu * m->gpu_milli;
+    all += g;
+    if (m->models) pinned += g;
+    if (m->num_gpu >= 2) multi += g;
+  }
+  w->pinned_pct = all > 0 ? 100 * pinned / all : 0;
+  w->multi_pct = all > 0 ? 100 * multi / all : 0;
+}
+
 int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npods,
                       double coverage_pct, struct vg_err *err) {
   memset(w, 0, sizeof(*w));
@@ -56,6 +70,7 @@ int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npod
   for (int t = 0; t < kept; t++) types[t].weight = (double)types[t].count / covered;
   w->types = types;
   w->n = kept;
+  mix_shares(w);
   return 0;
 }
 

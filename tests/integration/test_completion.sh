@@ -75,7 +75,8 @@ verbs=$("$vgpu" --help | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
 [ -n "$verbs" ] || { echo "FAIL: no verbs found in '$vgpu --help'"; failures=$((failures + 1)); }
 for verb in $verbs; do
   offers "$verb" vgpu ""
-  options=$("$vgpu" "$verb" --help | grep -o -- '--[a-z][a-z0-9-]*[a-z0-9]' | sort -u)
+  # The verb's own lines; the SIZE/PCT footer every verb shares names --cache for all.
+  options=$("$vgpu" "$verb" --help | sed '/^SIZE:/,$d' | grep -o -- '--[a-z][a-z0-9-]*[a-z0-9]' | sort -u)
   [ -n "$options" ] || { echo "FAIL: '$vgpu $verb --help' prints no options"; failures=$((failures + 1)); }
   for o in $options; do offers "$o" vgpu "$verb" --; done
 done

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "sched_fixture.h"
 
 static int place(struct vg_cluster *c, const char *policy, const struct vg_workload *w,
@@ -201,6 +203,57 @@ static void test_cpu_only_pod_spares_the_cpu_of_free_gpus(void **state) {
   vg_workload_free(&w);
 }
 
+/* Target workloads of two types: 1-GPU pods of 10 cores, and `other` with
+ * `count` pods against `n1` of the first. */
+static void two_types(struct vg_workload *w, struct vg_pod other, int count, int n1) {
+  struct vg_pod pods[100];
+  int n = 0;
+  for (int i = 0; i < n1; i++) pods[n++] = pod(10000, 1024, 1, 1000);
+  for (int i = 0; i < count; i++) pods[n++] = other;
+  assert_int_equal(vg_workload_build(w, pods, n, 100.0, NULL), 0);
+}
+
+/* The GPU demand pinned to models and spanning GPUs, as the workload sees it:
+ * 9 pods of one GPU and one pinned 1-GPU pod = 10 % pinned; one 2-GPU pod
+ * against 18 of one GPU = 10 % multi-GPU. */
+static void test_workload_mix_shares(void **state) {
+  (void)state;
+  struct vg_workload w;
+  struct vg_pod pinned = pod(10000, 1024, 1, 1000);
+  pinned.models = 1;
+  two_types(&w, pinned, 1, 9);
+  assert_true(fabs(w.pinned_pct - 10.0) < 1e-9 && w.multi_pct == 0);
+  vg_workload_free(&w);
+  two_types(&w, pod(20000, 1024, 2, 1000), 1, 18);
+  assert_true(fabs(w.multi_pct - 10.0) < 1e-9 && w.pinned_pct == 0);
+  vg_workload_free(&w);
+}
+
+/* vgpu's CPU-aware measure holds only below 10 % pinned and 10 % multi-GPU
+ * demand: at 10 % either way it follows FGD's measure, and the CPU-only pod
+ * of test_cpu_only_pod_spares_the_cpu_of_free_gpus goes where FGD puts it. */
+static void test_cpu_aware_only_below_the_marks(void **state) {
+  (void)state;
+  struct vg_workload w;
+  struct vg_pod pinned = pod(10000, 1024, 1, 1000), p = pod(10000, 1024, 0, 0);
+  struct vg_cluster c;
+  pinned.models = 1;
+  two_types(&w, pinned, 1, 10); /* 9.1 % pinned: CPU-aware, as before */
+  assert_true(vg_vgpu_cpu_aware(&w));
+  fgd_then_vgpu(cluster_cpu, &w, &p, 0, 1, &c);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+  two_types(&w, pinned, 1, 9); /* 10 % pinned: FGD's measure */
+  assert_false(vg_vgpu_cpu_aware(&w));
+  fgd_then_vgpu(cluster_cpu, &w, &p, 0, 0, &c);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+  two_types(&w, pod(20000, 1024, 2, 1000), 1, 18); /* 10 % on two GPUs */
+  assert_false(vg_vgpu_cpu_aware(&w));
+  assert_false(vg_vgpu_cpu_aware(NULL));
+  vg_workload_free(&w);
+}
+
 /* vg_sched_gaps counts the cluster's GPUs by free share and vg_sched_place
  * keeps the count current. */
 static void test_gaps_follow_placements(void **state) {
@@ -264,6 +317,8 @@ int main(void) {
       cmocka_unit_test(test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful),
       cmocka_unit_test(test_cpu_caps_the_usable_gpus),
       cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
+      cmocka_unit_test(test_workload_mix_shares),
+      cmocka_unit_test(test_cpu_aware_only_below_the_marks),
       cmocka_unit_test(test_gaps_follow_placements),
       cmocka_unit_test(test_ties_go_to_the_rarer_free_share),
   };
