@@ -14,7 +14,8 @@
 #   make bench-sm  compute-limit accuracy, 30:70 sharing, settling, launch overhead (bench/)
 #   make bench-allocate  device plugin Allocate latency vs pods in flight (bench/)
 #   make bench-steer     GetPreferredAllocation with and without the scheduler's steering (bench/)
-#   make bench-replay    placement quality on the Alibaba GPU trace, every policy (bench/)
+#   make bench-replay    placement quality on the Alibaba GPU trace, every policy, and on the
+#                        workload families made from it (bench/replay.sh, bench/families.sh)
 #   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -85,6 +86,7 @@ bench-steer: build
 
 bench-replay: build
 	@bash bench/replay.sh
+	@POLICIES="fgd vgpu bestfit" bash bench/families.sh
 
 bench-extender: build
 	@/usr/bin/python3 bench/extender_latency.py
