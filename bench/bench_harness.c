@@ -11,6 +11,7 @@
  * not measured.
  */
 #include "bench_harness.h"
+#include "opt.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ static int parse_options(const struct bench_spec *s, int argc, char **argv, stru
   *o = (struct bench_opts){s->iters_default, s->extra_default, 7, NULL, 0};
   uint64_t rounds = o->rounds;
   int c;
-  while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+  while ((c = vg_getopt_long(argc, argv, "h", longs, s->prog)) != -1) {
     int rc = take_option(s, c, o, &rounds);
     if (rc != 0) return rc;
   }

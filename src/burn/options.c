@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "size.h"
+#include "opt.h"
 
 static const char g_usage[] =
     "usage: vgpu-burn [OPTIONS]\n"
@@ -233,7 +234,7 @@ static int apply_option(int c, const char *arg, struct burn_opts *o) {
       o->driver_only = 1;
       return 0;
     default:
-      return -1; /* getopt_long already printed the problem */
+      return -1;
   }
 }
 
@@ -241,7 +242,7 @@ enum burn_parse_result burn_parse_options(int argc, char **argv, struct burn_opt
   set_defaults(o);
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "h", g_long_opts, NULL)) != -1) {
+  while ((c = vg_getopt_long(argc, argv, "h", g_long_opts, "vgpu-burn")) != -1) {
     if (c == 'h') {
       fputs(g_usage, stdout);
       return BURN_PARSE_HELP;
@@ -250,6 +251,7 @@ enum burn_parse_result burn_parse_options(int argc, char **argv, struct burn_opt
       printf("vgpu-burn %s\n", VG_VERSION);
       return BURN_PARSE_HELP; /* done, exit 0 */
     }
+    if (c == '?') return BURN_PARSE_ERROR; /* vg_getopt_long said what and why */
     if (apply_option(c, optarg, o) != 0) {
       fputs("vgpu-burn: try 'vgpu-burn --help'\n", stderr);
       return BURN_PARSE_ERROR;

@@ -28,9 +28,7 @@ int vg_launch(char **command);
  * death by the same signal. */
 int vg_launch_exit(int status);
 
-/* The known option closest to a mistyped one (within 2 edits), or NULL;
- * and the message for an unknown option, with that guess (suggest.c). */
-const char *vg_cli_suggest(const char *given, const char *const *known);
+/* The message for an unknown option of a verb, with a guess (suggest.c). */
 void vg_cli_unknown_option(const char *verb, const char *given, const char *const *known);
 
 /* Where the build products are, relative to this executable (or overridden

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 
 /* Which region status and set use without --cache (runs.c). */
 #define REGION_RULE                                                                          \
@@ -62,6 +63,21 @@ static bool verb_help(int argc, char **argv) {
   return false;
 }
 
+/* An unknown verb or top-level option, with a guess at what was meant. */
+static void unknown_verb(const char *verb) {
+  static const char *const options[] = {"--help", "--version", NULL};
+  static const char *const verbs[] = {"run", "status", "set", "smi", NULL};
+  if (verb[0] == '-') {
+    vg_opt_unknown("vgpu", verb, options);
+    return;
+  }
+  const char *near = vg_opt_suggest(verb, verbs);
+  if (near != NULL)
+    fprintf(stderr, "vgpu: unknown command '%s' (did you mean %s?)\n", verb, near);
+  else
+    fprintf(stderr, "vgpu: unknown command '%s'\n", verb);
+}
+
 static bool called_nvidia_smi(const char *argv0) {
   const char *base = strrchr(argv0, '/');
   return strcmp(base != NULL ? base + 1 : argv0, "nvidia-smi") == 0;
@@ -83,7 +99,7 @@ int main(int argc, char **argv) {
   if (strcmp(verb, "status") == 0) return vg_cmd_status(argc - 1, argv + 1);
   if (strcmp(verb, "set") == 0) return vg_cmd_set(argc - 1, argv + 1);
   if (strcmp(verb, "smi") == 0) return vg_cmd_smi(argc - 1, argv + 1);
-  fprintf(stderr, "vgpu: unknown command '%s'\n", verb);
+  unknown_verb(verb);
   usage(stderr);
   return 2;
 }

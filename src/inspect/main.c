@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "inspect.h"
+#include "opt.h"
 
 #define PROG "kubectl-inspect-gpushare"
 
@@ -55,6 +56,14 @@ static int bad_usage(const char *fmt, const char *arg) {
   fprintf(stderr, PROG ": ");
   fprintf(stderr, fmt, arg);
   fputc('\n', stderr);
+  usage(stderr);
+  return 2;
+}
+
+static int unknown_option(const char *a) {
+  static const char *const known[] = {"--help",   "--version",    "--details",
+                                      "--output", "--kubeconfig", NULL};
+  vg_opt_unknown(PROG, a, known);
   usage(stderr);
   return 2;
 }
@@ -100,7 +109,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       if (*v == '\0') return bad_usage("%s needs a file", "--kubeconfig");
       o->kubeconfig = v;
     } else if (a[0] == '-') {
-      return bad_usage("unknown option '%s'", a);
+      return unknown_option(a);
     } else if (o->node != NULL) {
       return bad_usage("one NODE at most (got a second one, '%s')", a);
     } else {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kubectl_vgpu.h"
+#include "opt.h"
 
 static void usage(FILE *to) {
   fputs(
@@ -43,7 +44,14 @@ int main(int argc, char **argv) {
     return KV_EXIT_OK;
   }
   if (strcmp(verb, "resize") == 0) return kv_resize_main(argc - 1, argv + 1);
-  fprintf(stderr, KV_PROG ": unknown command '%s'\n\n", verb);
+  static const char *const options[] = {"--help", "--version", NULL};
+  static const char *const verbs[] = {"resize", "help", "version", NULL};
+  const char *near = vg_opt_suggest(verb, verb[0] == '-' ? options : verbs);
+  const char *kind = verb[0] == '-' ? "option" : "command";
+  if (near != NULL)
+    fprintf(stderr, KV_PROG ": unknown %s '%s' (did you mean %s?)\n\n", kind, verb, near);
+  else
+    fprintf(stderr, KV_PROG ": unknown %s '%s'\n\n", kind, verb);
   usage(stderr);
   return KV_EXIT_USAGE;
 }

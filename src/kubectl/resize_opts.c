@@ -13,6 +13,7 @@
 
 #include "kubectl_vgpu.h"
 #include "size.h"
+#include "opt.h"
 
 #define DEFAULT_TIMEOUT_S 60
 #define MAX_TIMEOUT_S 86400
@@ -179,7 +180,14 @@ static int one_arg(int argc, char **argv, int *i, struct kv_resize_opts *o, bool
   if (strcmp(a, "--no-wait") == 0) return o->no_wait = true, 0;
   int rc = valued_option(argc, argv, i, o);
   if (rc != 1) return rc;
-  if (a[0] == '-' && a[1] != '\0') return bad_usage("unknown option '%s'", a);
+  if (a[0] == '-' && a[1] != '\0') {
+    static const char *const known[] = {"--help",   "--version", "--no-wait", "--container",
+                                        "--memory", "--cores",   "--timeout", "--kubeconfig",
+                                        "--output", NULL};
+    const char *near = vg_opt_suggest(a, known);
+    if (near != NULL) return bad_usage("unknown option '%s' (did you mean %s?)", a, near);
+    return bad_usage("unknown option '%s'", a);
+  }
   return set_pod(o, a);
 }
 

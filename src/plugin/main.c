@@ -22,6 +22,7 @@
 #include "plugin.h"
 #include "registration.h"
 #include "size.h"
+#include "opt.h"
 
 #define DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define DEFAULT_PODRESOURCES "/var/lib/kubelet/pod-resources/kubelet.sock"
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
   long slots = 0;
   struct vg_plugin_opts opts = {0};
   int c;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = vg_getopt_long(argc, argv, "h", longopts, "vgpu-device-plugin")) != -1) {
     switch (c) {
       case 'c':
         config = optarg;

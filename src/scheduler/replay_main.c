@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opt.h"
 #include "trace.h"
 
 #define MAX_SEEDS 1000
@@ -82,6 +83,18 @@ static int parse_seeds(const char *s, struct opts *o) {
   return (*end == '\0' && o->seed_hi >= o->seed_lo && o->seed_hi - o->seed_lo < MAX_SEEDS) ? 0 : -1;
 }
 
+static const char *const known_options[] = {
+    "--nodes",    "--pods", "--policy",     "--seeds", "--tune",    "--json", "--mix",
+    "--mix-seed", "--pool", "--write-pods", "--help",  "--version", NULL};
+
+/* true for an option vgpu-replay has; otherwise says so, with a guess. */
+static bool known_option(const char *a) {
+  for (const char *const *k = known_options; *k; k++)
+    if (strcmp(a, *k) == 0) return true;
+  vg_opt_unknown("vgpu-replay", a, known_options);
+  return false;
+}
+
 /* --mix, --mix-seed, --pool, --write-pods; anything else is unknown. */
 static int parse_mix_opt(const char *a, const char *v, struct opts *o) {
   struct vg_err err;
@@ -116,7 +129,8 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     }
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout), exit(0), 0;
     if (strcmp(a, "--version") == 0) return printf("vgpu-replay %s\n", VG_VERSION), exit(0), 0;
-    if (!v) return fprintf(stderr, "vgpu-replay: %s needs a value\n", a), -1;
+    if (!known_option(a)) return -1;
+    if (!v) return fprintf(stderr, "vgpu-replay: option '%s' needs a value\n", a), -1;
     i++;
     if (strcmp(a, "--nodes") == 0) {
       o->nodes = v;

@@ -19,6 +19,7 @@
 #include "httpd.h"
 #include "log.h"
 #include "vg_sched.h"
+#include "opt.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -57,7 +58,7 @@ int main(int argc, char **argv) {
   bool watch = true;
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = vg_getopt_long(argc, argv, "h", opts, "vgpu-scheduler")) != -1) {
     switch (c) {
       case 'l':
         listen = optarg;

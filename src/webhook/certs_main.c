@@ -13,6 +13,7 @@
 #include "certs_api.h"
 #include "log.h"
 #include "main.h"
+#include "opt.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -91,7 +92,7 @@ int vg_wh_certs_main(int argc, char **argv) {
                                   "vgpu-webhook", 3650,           30};
   const char *kubeconfig = NULL, *out_dir = NULL;
   vg_log_set_default(VG_LOG_INFO);
-  for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+  for (int c; (c = vg_getopt_long(argc, argv, "", opts, "vgpu-webhook certs")) != -1;) {
     if (c == 'n')
       o.namespace_ = optarg;
     else if (c == 's')

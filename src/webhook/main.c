@@ -19,6 +19,7 @@
 #include "log.h"
 #include "main.h"
 #include "server.h"
+#include "opt.h"
 
 #define RELOAD_CHECK_S 10
 
@@ -77,7 +78,7 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
                                        {"help", no_argument, NULL, 'h'},
                                        {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
-  for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+  for (int c; (c = vg_getopt_long(argc, argv, "h", opts, "vgpu-webhook")) != -1;) {
     if (c == 'l')
       f->listen = optarg;
     else if (c == 'c')

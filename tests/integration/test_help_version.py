@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """test_help_version.py -- every program vgpu builds answers -h, --help and
 --version the same way (curl's rule): the usage on stdout and exit 0; one
-line "<program> <version>" and exit 0.
+line "<program> <version>" and exit 0. A mistyped option gets the same
+answer everywhere too: "<program>: unknown option '--helpp' (did you mean
+--help?)" on stderr and a non-zero exit.
 
 No driver is on the library path: vgpu-burn and the benchmarks open
 libcuda.so.1 only after reading their command line (test_no_driver.py).
@@ -40,6 +42,12 @@ def main():
         check(p.returncode == 0 and p.stdout == "%s %s\n" % (prog, version),
               "%s --version: exit %d, stdout %r, stderr %r" % (prog, p.returncode, p.stdout,
                                                               p.stderr[:200]))
+        p = subprocess.run([path, "--helpp"], env=env, capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        want = "%s: unknown option '--helpp' (did you mean --help?)" % prog
+        check(p.returncode != 0 and want in p.stderr and p.stdout == "",
+              "%s --helpp: exit %d, stderr %r (want %r)" % (prog, p.returncode, p.stderr[:200],
+                                                            want))
     print("%d programs checked" % len(programs))
     return 1 if FAILURES else 0
 

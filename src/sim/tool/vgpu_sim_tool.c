@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sim_state.h"
+#include "opt.h"
 
 static void print_usage(FILE *to) {
   fprintf(to,
@@ -82,6 +83,9 @@ static int fault(int argc, char **argv) {
     } else if (strcmp(argv[i], "--clear") == 0 && what == NONE) {
       what = CLEAR;
     } else {
+      static const char *const known[] = {"--device", "--xid", "--lost", "--clear", NULL};
+      if (argv[i][0] == '-' && vg_opt_suggest(argv[i], known) != NULL)
+        vg_opt_unknown("vgpu-sim fault", argv[i], known);
       return usage();
     }
   }
@@ -127,5 +131,16 @@ int main(int argc, char **argv) {
   }
   if (argc >= 2 && strcmp(argv[1], "status") == 0 && argc == 2) return status();
   if (argc >= 2 && strcmp(argv[1], "fault") == 0) return fault(argc - 2, argv + 2);
+  if (argc >= 2) {
+    static const char *const options[] = {"--help", "--version", NULL};
+    static const char *const verbs[] = {"status", "fault", NULL};
+    if (argv[1][0] == '-') {
+      vg_opt_unknown("vgpu-sim", argv[1], options);
+    } else {
+      const char *near = vg_opt_suggest(argv[1], verbs);
+      fprintf(stderr, "vgpu-sim: unknown command '%s'%s%s%s\n", argv[1],
+              near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+    }
+  }
   return usage();
 }
