@@ -217,10 +217,15 @@ static void report(const struct job *j, double secs) {
     if (!isnan(mean_at(j->res, n, xs[i])))
       printf("%8d  %12.2f\n", xs[i], mean_at(j->res, n, xs[i]));
   if (!o->json) return;
+  /* A trace too small to have an event near 100 % arrived has no value
+   * there: JSON's null, not C's "nan". */
+  char at100[32] = "null", sd100[32] = "null";
+  if (!isnan(m))
+    snprintf(at100, sizeof(at100), "%.4f", m), snprintf(sd100, sizeof(sd100), "%.4f", sd);
   printf(
-      "{\"policy\":\"%s\",\"seeds\":\"%ld-%ld\",\"tune\":%.3f,\"unallocated_pct_at_100\":%.4f,"
-      "\"sd_at_100\":%.4f,\"seconds\":%.2f,",
-      j->policy->name, o->seed_lo, o->seed_hi, o->tune, m, sd, secs);
+      "{\"policy\":\"%s\",\"seeds\":\"%ld-%ld\",\"tune\":%.3f,\"unallocated_pct_at_100\":%s,"
+      "\"sd_at_100\":%s,\"seconds\":%.2f,",
+      j->policy->name, o->seed_lo, o->seed_hi, o->tune, at100, sd100, secs);
   if (o->mix_arg)
     printf("\"mix\":\"%s\",\"mix_seed\":%llu,\"mix_pods\":%d,\"mix_measured\":%.2f,", o->mix_arg,
            (unsigned long long)o->mix.seed, j->npods, measured);
