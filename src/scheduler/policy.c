@@ -12,7 +12,10 @@ static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Wen
                                      vg_score_fgd};
 
 static const struct vg_policy vgpu = {
-    "vgpu", "FGD on a CPU-aware measure, share ties by fit and Sum-of-Squares", vg_score_vgpu};
+    "vgpu",
+    "FGD, on a CPU-aware measure unless the mix pins or spans GPUs; share ties by fit and "
+    "Sum-of-Squares",
+    vg_score_vgpu};
 
 static const struct vg_policy binpack = {
     "binpack", "fullest node after placement (HAMi's node binpack)", vg_score_binpack};
