@@ -14,11 +14,8 @@
 # ../shared/data/alibaba-gpu-v2023 next to the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA=${VGPU_TRACE_DIR:-${DATA:-../shared/data/alibaba-gpu-v2023}}
-if ! ls "$DATA"/openb_pod_list_*.csv >/dev/null 2>&1; then
-  echo "bench/families.sh: no openb_pod_list_*.csv in $DATA: set VGPU_TRACE_DIR to the Alibaba GPU trace folder (alibaba-gpu-v2023)" >&2
-  exit 2
-fi
+# shellcheck source=bench/trace_dir.sh
+source bench/trace_dir.sh
 SEEDS=${SEEDS:-42-51}
 MIX_SEED=${MIX_SEED:-1}
 POLICIES=${POLICIES:-fgd vgpu}

@@ -10,11 +10,8 @@
 # ../shared/data/alibaba-gpu-v2023 next to the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA=${VGPU_TRACE_DIR:-${DATA:-../shared/data/alibaba-gpu-v2023}}
-if ! ls "$DATA"/openb_pod_list_*.csv >/dev/null 2>&1; then
-  echo "bench/replay.sh: no openb_pod_list_*.csv in $DATA: set VGPU_TRACE_DIR to the Alibaba GPU trace folder (alibaba-gpu-v2023)" >&2
-  exit 2
-fi
+# shellcheck source=bench/trace_dir.sh
+source bench/trace_dir.sh
 SEEDS=${SEEDS:-42-51}
 BIN=build/bin/vgpu-replay
 [ -x "$BIN" ] || { cmake -S . -B build >/dev/null && cmake --build build --target vgpu-replay >/dev/null; }
