@@ -10,12 +10,17 @@
  *   - otherwise (GPU or CPU lacking): all free GPU share.
  * F_n(M) = sum_m p_m F_n(m). Memory plays no part.
  *
- * vg_frag_node_cpu is the measure of the vgpu policy: the same, except that
+ * vg_frag_node_cpu is the vgpu policy's measure F': the same, except that
  * the node's CPU also limits how many GPUs m can use. FGD's measure asks only
  * whether one copy of m fits, so a node with 8 free GPUs and CPU for one
  * 11-core pod looks unfragmented for whole-GPU pods, and FGD happily spends
  * the CPU of GPU-rich nodes; at 100 % arrived about 22 whole GPUs (0.35 % of
  * the cluster) sit on such nodes (docs/placement.md).
+ *
+ * vg_frag_node_cpu_shares (F'_s) caps only the share types (one GPU, < 1000
+ * milli) and counts whole-GPU types as F does. On mixes with much multi-GPU
+ * demand, capping the 1-GPU whole types is what made F' lose to FGD, while
+ * capping the shares still gains (docs/placement.md).
  */
 #include "vg_sched.h"
 
@@ -58,6 +63,12 @@ static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n, 
   return total - usable;
 }
 
+static double share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                                     int64_t cpu_free, const int *gpu_free, int total) {
+  return vg_pod_is_share(m) ? cpu_frag_of_type(m, n, cpu_free, gpu_free, total)
+                            : frag_of_type(m, n, cpu_free, gpu_free, total);
+}
+
 typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
                                const int *gpu_free, int total);
 
@@ -81,4 +92,9 @@ double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_
 double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                         const int *gpu_free) {
   return weighted(w, n, cpu_free, gpu_free, cpu_frag_of_type);
+}
+
+double vg_frag_node_cpu_shares(const struct vg_workload *w, const struct vg_node *n,
+                               int64_t cpu_free, const int *gpu_free) {
+  return weighted(w, n, cpu_free, gpu_free, share_cpu_frag_of_type);
 }

@@ -13,7 +13,8 @@ static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Wen
 
 static const struct vg_policy vgpu = {
     "vgpu",
-    "FGD, on a CPU-aware measure unless the mix pins or spans GPUs; share ties by fit and "
+    "FGD, on a CPU-aware measure chosen by the mix (FGD's if it pins GPU models); share ties "
+    "by fit and "
     "Sum-of-Squares",
     vg_score_vgpu};
 

@@ -204,10 +204,12 @@ static void report(const struct job *j, double secs) {
     printf("mix %s (mix seed %llu): %d pods, measured %.1f%%\n", o->mix_arg,
            (unsigned long long)o->mix.seed, j->npods, measured);
   const struct vg_workload *w = j->workload;
+  const char *measure;
+  vg_vgpu_measure(w, &measure);
   printf(
       "target workload: %d task types, %.1f%% of GPU demand pinned to models, %.1f%% on several "
       "GPUs (vgpu's measure: %s)\n",
-      w->n, w->pinned_pct, w->multi_pct, vg_vgpu_cpu_aware(w) ? "CPU-aware F'" : "FGD's F");
+      w->n, w->pinned_pct, w->multi_pct, measure);
   printf(
       "policy %s: unallocated GPU at 100%% arrived: mean %.2f%% (sd %.2f) over %d seeds, %.1f s\n",
       j->policy->name, m, sd, n, secs);

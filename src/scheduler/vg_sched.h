@@ -109,11 +109,15 @@ typedef double (*vg_frag_fn)(const struct vg_workload *w, const struct vg_node *
  * shares are gpu_free[0..n->ngpu). */
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                     const int *gpu_free);
-/* The vgpu policy's measure: as vg_frag_node, but the node's CPU also limits
- * how many GPUs each task type can use (cpu_free / its CPU copies, each on
- * its own GPUs; the ones with the most free share). */
+/* The vgpu policy's measure F': as vg_frag_node, but the node's CPU also
+ * limits how many GPUs each task type can use (cpu_free / its CPU copies,
+ * each on its own GPUs; the ones with the most free share). */
 double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                         const int *gpu_free);
+/* F'_s: as vg_frag_node_cpu for share types (one GPU, < 1000 milli), as
+ * vg_frag_node for whole-GPU types. */
+double vg_frag_node_cpu_shares(const struct vg_workload *w, const struct vg_node *n,
+                               int64_t cpu_free, const int *gpu_free);
 
 /* ---- policies (policy.c, policy_*.c) ---- */
 struct vg_sched;
@@ -136,8 +140,10 @@ double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struc
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_binpack(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
-/* Whether vgpu uses the CPU-aware measure for workload w (policy_vgpu.c). */
-bool vg_vgpu_cpu_aware(const struct vg_workload *w);
+/* The measure vgpu uses for workload w (policy_vgpu.c): vg_frag_node,
+ * vg_frag_node_cpu or vg_frag_node_cpu_shares; *name (if not NULL) gets
+ * its name for reports. */
+vg_frag_fn vg_vgpu_measure(const struct vg_workload *w, const char **name);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 /* Extra score points for a share that takes its GPU from `from` to `to` free
  * milli (the vgpu policy's tie-break); NULL for none. */

@@ -1,10 +1,10 @@
 /* test_sched_vgpu.c -- the `vgpu` policy against FGD on hand-built clusters:
- * its CPU-aware fragmentation measure (CPU caps how many GPUs a task type can
- * use), a CPU-only pod kept off the node whose CPU its free GPUs need, and the
- * tie-breaks: where the truncated scores tie, vgpu puts a share on the GPU it
- * fills most exactly and leaves a free share the cluster has few of (FGD:
- * lowest GPU index, then node rank); where the fragmentation change differs
- * by a score point or more, the fragmentation choice stands. */
+ * its CPU-aware fragmentation measures (CPU caps how many GPUs a task type,
+ * or only a share type, can use) and which the mix selects, a CPU-only pod kept off the node whose
+ * CPU its free GPUs need, and the tie-breaks: where the truncated scores tie, vgpu puts a share on
+ * the GPU it fills most exactly and leaves a free share the cluster has few of (FGD: lowest GPU
+ * index, then node rank); where the fragmentation change differs by a score point or more, the
+ * fragmentation choice stands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,12 +175,39 @@ static void test_cpu_caps_the_usable_gpus(void **state) {
   vg_cluster_free(&c);
 }
 
-/* The target workload is 1-GPU pods with 10 cores. Node 0 (rank 0) has 2
- * free GPUs and 20 cores, node 1 has 1 free GPU and 30 cores. A 10-core
- * CPU-only pod leaves one 1-GPU pod fitting on either node, so FGD's F stays
- * 0 on both, the scores tie and rank 0 wins: node 0 can then feed only one
- * of its two GPUs. Under vgpu's measure that strands a GPU on node 0 (F'
- * +1000) and nothing on node 1, so the pod goes to node 1. */
+/* F'_s caps the share types as F' does and counts whole-GPU types as F
+ * does: with CPU for one copy of a 10-core 1-GPU pod, a node with 4 free GPUs
+ * is unfragmented for it under F and F'_s, 3000 under F'. */
+static void test_cpu_shares_caps_only_the_shares(void **state) {
+  (void)state;
+  struct vg_workload w;
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
+  const struct vg_node *n = &c.nodes[0];
+  one_type(&w, pod(10000, 1024, 1, 1000));
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 9999, n->gpu_free) == 4000);
+  vg_workload_free(&w);
+  one_type(&w, pod(10000, 1024, 2, 1000));
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 0);
+  vg_workload_free(&w);
+  one_type(&w, pod(10000, 1024, 1, 500));
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 25000, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu(&w, n, 25000, n->gpu_free) == 2000);
+  vg_workload_free(&w);
+  vg_cluster_free(&c);
+}
+
+/* The target workload is 500-milli shares with 10 cores. Node 0 (rank 0) has
+ * 2 free GPUs and 20 cores, node 1 has 1 free GPU and 30 cores. A 10-core
+ * CPU-only pod leaves one share fitting on either node, so FGD's F stays 0 on
+ * both, the scores tie and rank 0 wins: node 0 can then feed only one of its
+ * two GPUs. Under vgpu's measure that strands a GPU on node 0 (F' +1000) and
+ * nothing on node 1, so the pod goes to node 1. */
 static void cluster_cpu(struct vg_cluster *c) {
   vg_cluster_init(c);
   add_node(c, "G2", 20000, 393216, 2, 1000, 1000);
@@ -192,7 +219,7 @@ static void cluster_cpu(struct vg_cluster *c) {
 static void test_cpu_only_pod_spares_the_cpu_of_free_gpus(void **state) {
   (void)state;
   struct vg_workload w;
-  one_type(&w, pod(10000, 1024, 1, 1000));
+  one_type(&w, pod(10000, 1024, 1, 500));
   struct vg_pod p = pod(10000, 1024, 0, 0);
   struct vg_cluster c;
 
@@ -203,55 +230,62 @@ static void test_cpu_only_pod_spares_the_cpu_of_free_gpus(void **state) {
   vg_workload_free(&w);
 }
 
-/* Target workloads of two types: 1-GPU pods of 10 cores, and `other` with
- * `count` pods against `n1` of the first. */
+/* Target workloads of two types: 500-milli shares of 10 cores, and `other`
+ * with `count` pods against `n1` of the first. */
 static void two_types(struct vg_workload *w, struct vg_pod other, int count, int n1) {
   struct vg_pod pods[100];
   int n = 0;
-  for (int i = 0; i < n1; i++) pods[n++] = pod(10000, 1024, 1, 1000);
+  for (int i = 0; i < n1; i++) pods[n++] = pod(10000, 1024, 1, 500);
   for (int i = 0; i < count; i++) pods[n++] = other;
   assert_int_equal(vg_workload_build(w, pods, n, 100.0, NULL), 0);
 }
 
 /* The GPU demand pinned to models and spanning GPUs, as the workload sees it:
- * 9 pods of one GPU and one pinned 1-GPU pod = 10 % pinned; one 2-GPU pod
- * against 18 of one GPU = 10 % multi-GPU. */
+ * 18 half-GPU shares and one pinned 1-GPU pod = 10 % pinned; one 2-GPU pod
+ * against 36 shares = 10 % multi-GPU. */
 static void test_workload_mix_shares(void **state) {
   (void)state;
   struct vg_workload w;
   struct vg_pod pinned = pod(10000, 1024, 1, 1000);
   pinned.models = 1;
-  two_types(&w, pinned, 1, 9);
+  two_types(&w, pinned, 1, 18);
   assert_true(fabs(w.pinned_pct - 10.0) < 1e-9 && w.multi_pct == 0);
   vg_workload_free(&w);
-  two_types(&w, pod(20000, 1024, 2, 1000), 1, 18);
+  two_types(&w, pod(20000, 1024, 2, 1000), 1, 36);
   assert_true(fabs(w.multi_pct - 10.0) < 1e-9 && w.pinned_pct == 0);
   vg_workload_free(&w);
 }
 
-/* vgpu's CPU-aware measure holds only below 10 % pinned and 10 % multi-GPU
- * demand: at 10 % either way it follows FGD's measure, and the CPU-only pod
- * of test_cpu_only_pod_spares_the_cpu_of_free_gpus goes where FGD puts it. */
-static void test_cpu_aware_only_below_the_marks(void **state) {
+/* vgpu's measure follows the target workload's GPU demand: F' below 10 %
+ * pinned and 10 % multi-GPU, F'_s below 10 % pinned from 10 % multi-GPU on,
+ * FGD's F from 10 % pinned on. The CPU-only pod of
+ * test_cpu_only_pod_spares_the_cpu_of_free_gpus goes where FGD puts it only
+ * under F. */
+static void check_measure(struct vg_workload *w, vg_frag_fn want, int want_node) {
+  const char *name = NULL;
+  struct vg_pod p = pod(10000, 1024, 0, 0);
+  struct vg_cluster c;
+  assert_true(vg_vgpu_measure(w, &name) == want);
+  assert_non_null(name);
+  fgd_then_vgpu(cluster_cpu, w, &p, 0, want_node, &c);
+  vg_cluster_free(&c);
+  vg_workload_free(w);
+}
+
+static void test_measure_follows_the_mix(void **state) {
   (void)state;
   struct vg_workload w;
-  struct vg_pod pinned = pod(10000, 1024, 1, 1000), p = pod(10000, 1024, 0, 0);
-  struct vg_cluster c;
+  struct vg_pod pinned = pod(10000, 1024, 1, 1000), two = pod(2000, 1024, 2, 1000);
   pinned.models = 1;
-  two_types(&w, pinned, 1, 10); /* 9.1 % pinned: CPU-aware, as before */
-  assert_true(vg_vgpu_cpu_aware(&w));
-  fgd_then_vgpu(cluster_cpu, &w, &p, 0, 1, &c);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
-  two_types(&w, pinned, 1, 9); /* 10 % pinned: FGD's measure */
-  assert_false(vg_vgpu_cpu_aware(&w));
-  fgd_then_vgpu(cluster_cpu, &w, &p, 0, 0, &c);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
-  two_types(&w, pod(20000, 1024, 2, 1000), 1, 18); /* 10 % on two GPUs */
-  assert_false(vg_vgpu_cpu_aware(&w));
-  assert_false(vg_vgpu_cpu_aware(NULL));
-  vg_workload_free(&w);
+  two_types(&w, pinned, 1, 19); /* 9.5 % pinned */
+  check_measure(&w, vg_frag_node_cpu, 1);
+  two_types(&w, pinned, 1, 18); /* 10 % pinned */
+  check_measure(&w, vg_frag_node, 0);
+  two_types(&w, two, 1, 38); /* 9.5 % on two GPUs */
+  check_measure(&w, vg_frag_node_cpu, 1);
+  two_types(&w, two, 1, 36); /* 10 % on two GPUs */
+  check_measure(&w, vg_frag_node_cpu_shares, 1);
+  assert_true(vg_vgpu_measure(NULL, NULL) == vg_frag_node);
 }
 
 /* vg_sched_gaps counts the cluster's GPUs by free share and vg_sched_place
@@ -316,9 +350,10 @@ int main(void) {
       cmocka_unit_test(test_fragmentation_outweighs_tightness),
       cmocka_unit_test(test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful),
       cmocka_unit_test(test_cpu_caps_the_usable_gpus),
+      cmocka_unit_test(test_cpu_shares_caps_only_the_shares),
       cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
       cmocka_unit_test(test_workload_mix_shares),
-      cmocka_unit_test(test_cpu_aware_only_below_the_marks),
+      cmocka_unit_test(test_measure_follows_the_mix),
       cmocka_unit_test(test_gaps_follow_placements),
       cmocka_unit_test(test_ties_go_to_the_rarer_free_share),
   };
