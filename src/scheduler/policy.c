@@ -14,8 +14,7 @@ static const struct vg_policy fgd = {"fgd", "fragmentation gradient descent (Wen
 static const struct vg_policy vgpu = {
     "vgpu",
     "FGD, on a CPU-aware measure chosen by the mix (FGD's if it pins GPU models); share ties "
-    "by fit and "
-    "Sum-of-Squares",
+    "by fit and Sum-of-Squares",
     vg_score_vgpu};
 
 static const struct vg_policy binpack = {

@@ -1,10 +1,11 @@
 /* test_sched_vgpu.c -- the `vgpu` policy against FGD on hand-built clusters:
  * its CPU-aware fragmentation measures (CPU caps how many GPUs a task type,
- * or only a share type, can use) and which the mix selects, a CPU-only pod kept off the node whose
- * CPU its free GPUs need, and the tie-breaks: where the truncated scores tie, vgpu puts a share on
- * the GPU it fills most exactly and leaves a free share the cluster has few of (FGD: lowest GPU
- * index, then node rank); where the fragmentation change differs by a score point or more, the
- * fragmentation choice stands. */
+ * or only a share type, can use) and which the mix selects, a CPU-only pod
+ * kept off the node whose CPU its free GPUs need, and the tie-breaks: where
+ * the truncated scores tie, vgpu puts a share on the GPU it fills most exactly
+ * and leaves a free share the cluster has few of (FGD: lowest GPU index, then
+ * node rank); where the fragmentation change differs by a score point or
+ * more, the fragmentation choice stands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,7 +261,7 @@ static void test_workload_mix_shares(void **state) {
  * pinned and 10 % multi-GPU, F'_s below 10 % pinned from 10 % multi-GPU on,
  * FGD's F from 10 % pinned on. The CPU-only pod of
  * test_cpu_only_pod_spares_the_cpu_of_free_gpus goes where FGD puts it only
- * under F. */
+ * under F. check_measure checks both for workload w, then frees w. */
 static void check_measure(struct vg_workload *w, vg_frag_fn want, int want_node) {
   const char *name = NULL;
   struct vg_pod p = pod(10000, 1024, 0, 0);
