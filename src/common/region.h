@@ -37,8 +37,8 @@
 #define VG_REGION_MAGIC 0x52504756u /* "VGPR" little-endian */
 #define VG_REGION_VERSION_MAJOR 1
 /* 1.1: compute-limiter fields in the device entry; 1.2: the ASSIGNED flag;
- * 1.3: the JOINED flag */
-#define VG_REGION_VERSION_MINOR 3
+ * 1.3: the JOINED flag; 1.4: the share policy's trend, in a reserved word */
+#define VG_REGION_VERSION_MINOR 4
 #define VG_MAX_DEVICES 16
 #define VG_MAX_PROCS 1024
 #define VG_UUID_LEN 96
@@ -59,8 +59,8 @@ struct vg_region_device {
   uint64_t sm_last_window_ns;      /* length of the last complete window */
   uint64_t sm_last_window_used_ns; /* GPU time submitted in it */
   uint32_t sm_borrow_pct;          /* "share" policy: idle time borrowed, percent */
-  uint32_t sm_reserved32;
-  uint64_t sm_borrow_at_ns; /* when the borrow was last revised */
+  uint32_t sm_others_trend_pct;    /* "share": others' use, rising slowly (limiter.c) */
+  uint64_t sm_borrow_at_ns;        /* when the borrow was last revised */
 };
 
 enum { VG_SM_POLICY_HARD = 0, VG_SM_POLICY_SHARE = 1 };

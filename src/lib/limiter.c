@@ -99,12 +99,23 @@ static bool measured_use(const struct vg_region_device *d, unsigned *mine, unsig
   return true;
 }
 
-/* "share" policy: lend what the other tenants leave, minus a margin; drop
- * the loan at once when they need more, regrow it by half the gap. As we
- * back off their measured use rises to their demand, so it settles. */
-static void revise_borrow(struct vg_region_device *d, unsigned policy, unsigned pct,
-                          unsigned others) {
-  if (policy != VG_SM_POLICY_SHARE) {
+/* Whether the other tenants' use is still climbing: above its trend (which
+ * follows a fall at once and a rise by an eighth a step) by the margin. */
+static bool others_climbing(struct vg_region_device *d, unsigned others) {
+  unsigned trend = d->sm_others_trend_pct;
+  d->sm_others_trend_pct = others <= trend ? others : trend + (others - trend + 7) / 8;
+  return others >= trend + SHARE_MARGIN_PCT;
+}
+
+/* "share" policy: lend what the other tenants leave, minus a margin.
+ * Their measured use says what they got, not what they want: a neighbour
+ * held back by the loan reads low, and lending by that reading alone
+ * settled, in half the runs, with a neighbour at 55-65 % of its 70 % (the
+ * GPU not even full: our kernels between theirs cost them their turns). So
+ * while their use climbs nothing is lent; once it levels off the loan
+ * regrows by half the gap to what they leave, and drops at once to that. */
+static void revise_borrow(struct vg_region_device *d, unsigned pct, unsigned others) {
+  if (others_climbing(d, others)) {
     d->sm_borrow_pct = 0;
     return;
   }
@@ -125,7 +136,7 @@ static void revise(struct vg_region_device *d, unsigned policy, unsigned pct, ui
   d->sm_borrow_at_ns = now;
   unsigned mine, others;
   if (!measured_use(d, &mine, &others)) return;
-  revise_borrow(d, policy, pct, others);
+  revise_borrow(d, pct, others);
   vg_debug("limiter on %s: ours %u%%, others %u%%, borrowing %u%% over %u%%", d->uuid, mine, others,
            d->sm_borrow_pct, pct);
 }

@@ -13,11 +13,12 @@
  *
  * Policies (VGPU_SM_POLICY, per device in the region):
  *  - hard (default): limit% even on an idle GPU, as the seeds expect.
- *  - share: work-conserving. Every 100 ms the device's measured utilisation
- *    is read through NVML; idle time is lent to the container (additive
- *    increase) and withdrawn as soon as the GPU has no idle time left
- *    (halving), so a tenant borrows while others are quiet and returns to
- *    its share when they run.
+ *  - share: work-conserving. Every 100 ms the other containers' use of the
+ *    device is read through NVML; what they leave (minus a margin) is lent
+ *    to the container, regrown by half the gap and cut at once when they
+ *    leave less. While their use is climbing nothing is lent, since a
+ *    neighbour held back by the loan reads low. So a tenant borrows while
+ *    others are quiet and returns to its share when they run.
  */
 #ifndef VG_LIMITER_H
 #define VG_LIMITER_H

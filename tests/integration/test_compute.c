@@ -121,12 +121,21 @@ static void test_limit_is_per_container(void **s) {
   vg_env_cleanup(&env);
 }
 
-/* Rate of the last interval line before the summary line of out. */
-static double last_interval(const char *out) {
-  const char *p = NULL;
-  for (const char *q = strstr(out, "interval_per_s"); q; q = strstr(q + 1, "interval_per_s")) p = q;
-  return p != NULL ? atof(p + strlen("interval_per_s") + 2) : -1;
+/* Mean rate of the last n interval lines of out (-1: fewer than n). */
+static double last_intervals(const char *out, int n) {
+  const char *at[64];
+  int count = 0;
+  for (const char *q = strstr(out, "interval_per_s"); q && count < 64;
+       q = strstr(q + 1, "interval_per_s"))
+    at[count++] = q;
+  if (count < n) return -1;
+  double sum = 0;
+  for (int i = count - n; i < count; i++) sum += atof(at[i] + strlen("interval_per_s") + 2);
+  return sum / n;
 }
+
+/* Rate of the last interval line before the summary line of out. */
+static double last_interval(const char *out) { return last_intervals(out, 1); }
 
 static double first_interval(const char *out) {
   const char *p = strstr(out, "interval_per_s");
@@ -194,7 +203,10 @@ static void test_status_shows_limit_and_use(void **s) {
 }
 
 /* VGPU_SM_POLICY=share: alone, a tenant borrows idle time; when another
- * container starts working, it gives the time back. */
+ * container starts working, it gives the time back, all of it, within a
+ * second. 10 runs on the simulator: 0.74-0.75 of the unlimited rate; when
+ * lending followed the neighbour's measured use alone (limiter.c,
+ * revise_borrow), 0.54-0.75, 4 of them under 0.70. */
 static void test_share_policy_borrows_and_returns(void **s) {
   (void)s;
   struct vg_env a;
@@ -218,10 +230,11 @@ static void test_share_policy_borrows_and_returns(void **s) {
   const char *third = strstr(out, "\"t\":1.5");
   double borrowed = third != NULL ? atof(strstr(third, "interval_per_s") + 16) / g_unlimited : 0;
   vg_spawn_output(&a, pb, out, sizeof(out));
-  double neighbour = last_interval(out) / g_unlimited;
+  double neighbour = last_intervals(out, 4) / g_unlimited; /* from 1 s after its start */
   if (borrowed < 0.5)
     fail_msg("alone at 20%% (share): only %.1f%% (first %.1f%%)", 100 * borrowed, 100 * alone);
-  if (neighbour < 0.45) fail_msg("neighbour at 70%% got %.1f%% back", 100 * neighbour);
+  if (neighbour < 0.65)
+    fail_msg("neighbour at 70%% got %.1f%% from 1 s after its start", 100 * neighbour);
   vg_env_cleanup(&a);
 }
 
