@@ -99,3 +99,13 @@ int vg_getopt_long(int argc, char *const argv[], const char *optstring,
   vg_opt_unknown(prog, given, known);
   return '?';
 }
+
+const char *vg_opt_value(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n] == '\0') return *i + 1 < argc ? argv[++*i] : "";
+  if (n == 2 && name[0] == '-' && name[1] != '-') return a + n; /* "-ojson" */
+  return NULL;
+}

@@ -13,6 +13,11 @@ const char *vg_opt_suggest(const char *given, const char *const *known);
 /* Prints "PROG: unknown option 'GIVEN' (did you mean X?)", or "(see PROG
  * --help)" when nothing is close. */
 void vg_opt_unknown(const char *prog, const char *given, const char *const *known);
+/* The value of option name at argv[*i], for programs that walk argv
+ * themselves: "--name VALUE" (then *i moves past VALUE), "--name=VALUE",
+ * and for a one-letter name also "-nVALUE". NULL when argv[*i] is another
+ * option; "" when the value is missing. */
+const char *vg_opt_value(int argc, char **argv, int *i, const char *name);
 /* getopt_long, except that the messages are ours: an unknown long option
  * gets a guess among longopts, a missing value says "needs a value". Both
  * return '?', as getopt_long does. */

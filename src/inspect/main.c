@@ -68,17 +68,6 @@ static int unknown_option(const char *a) {
   return 2;
 }
 
-/* "--name VALUE" or "--name=VALUE" (also "-o json" and "-ojson"). */
-static const char *value_of(int argc, char **argv, int *i, const char *name) {
-  size_t n = strlen(name);
-  const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0) return NULL;
-  if (a[n] == '=') return a + n + 1;
-  if (a[n] == '\0') return *i + 1 < argc ? argv[++*i] : "";
-  if (strcmp(name, "-o") == 0) return a + n;
-  return NULL;
-}
-
 static int set_output(struct opts *o, const char *v) {
   if (strcmp(v, "json") == 0)
     o->format = INS_JSON;
@@ -102,10 +91,10 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       return 1;
     } else if (strcmp(a, "-d") == 0 || strcmp(a, "--details") == 0) {
       o->detail = true;
-    } else if ((v = value_of(argc, argv, &i, "-o")) != NULL ||
-               (v = value_of(argc, argv, &i, "--output")) != NULL) {
+    } else if ((v = vg_opt_value(argc, argv, &i, "-o")) != NULL ||
+               (v = vg_opt_value(argc, argv, &i, "--output")) != NULL) {
       if (set_output(o, v) != 0) return 2;
-    } else if ((v = value_of(argc, argv, &i, "--kubeconfig")) != NULL) {
+    } else if ((v = vg_opt_value(argc, argv, &i, "--kubeconfig")) != NULL) {
       if (*v == '\0') return bad_usage("%s needs a file", "--kubeconfig");
       o->kubeconfig = v;
     } else if (a[0] == '-') {

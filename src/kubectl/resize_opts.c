@@ -67,22 +67,9 @@ static int bad_usage(const char *fmt, ...) {
   return KV_EXIT_USAGE;
 }
 
-/* The value of option `name` at argv[*i]: "--name VALUE", "--name=VALUE",
- * and for one-letter options also "-nVALUE". NULL when argv[*i] is another
- * option; "" when the value is missing. */
-static const char *value_of(int argc, char **argv, int *i, const char *name) {
-  size_t n = strlen(name);
-  const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0) return NULL;
-  if (a[n] == '=') return a + n + 1;
-  if (a[n] == '\0') return *i + 1 < argc ? argv[++*i] : "";
-  if (n == 2) return a + n; /* "-nprod" */
-  return NULL;
-}
-
 static const char *either(int argc, char **argv, int *i, const char *s, const char *l) {
-  const char *v = value_of(argc, argv, i, l);
-  return v != NULL || s == NULL ? v : value_of(argc, argv, i, s);
+  const char *v = vg_opt_value(argc, argv, i, l);
+  return v != NULL || s == NULL ? v : vg_opt_value(argc, argv, i, s);
 }
 
 static int set_memory(struct kv_resize_opts *o, const char *v) {
