@@ -85,6 +85,12 @@ static inline uint64_t vg_grant_clamp(uint64_t asked, uint64_t granted) {
   return asked;
 }
 
+/* A pod's compute share as the grant stores it: 100 % or more, or none
+ * (0 or less), is the whole GPU, stored as 0 (no limit). */
+static inline unsigned vg_grant_cores_of(long long percent) {
+  return percent <= 0 || percent >= 100 ? 0 : (unsigned)percent;
+}
+
 /* The memory (bytes) and compute (percent) that apply when `asked` is
  * requested on a GPU granted g (NULL: no grant). 0 means no limit; so does
  * 100 percent, which comes back as 0. */
@@ -92,7 +98,7 @@ static inline uint64_t vg_grant_memory(const struct vg_grant_gpu *g, uint64_t as
   return g != NULL ? vg_grant_clamp(asked, g->memory) : asked;
 }
 static inline unsigned vg_grant_cores(const struct vg_grant_gpu *g, unsigned asked) {
-  unsigned pct = asked >= 100 ? 0 : asked;
+  unsigned pct = vg_grant_cores_of(asked);
   return g != NULL ? (unsigned)vg_grant_clamp(pct, g->cores) : pct;
 }
 

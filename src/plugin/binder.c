@@ -218,7 +218,7 @@ static int limits_from_assignment(struct vg_binder *b, const struct vg_pod_devic
       if (strcmp(gl[g].uuid, ac->gpu[k].uuid) != 0) continue;
       same = true;
       gl[g].memory = (uint64_t)ac->gpu[k].memory;
-      gl[g].percent = ac->gpu[k].cores >= 100 ? 0 : (unsigned)ac->gpu[k].cores; /* 100: whole */
+      gl[g].percent = vg_grant_cores_of(ac->gpu[k].cores);
     }
   }
   if (same) return 0;
@@ -303,7 +303,7 @@ static int write_grant(struct vg_binder *b, const struct vg_shm *shm, const char
   for (int i = 0; i < ng; i++) {
     snprintf(g.gpu[i].uuid, sizeof(g.gpu[i].uuid), "%.95s", gl[i].uuid);
     g.gpu[i].memory = gl[i].memory;
-    g.gpu[i].cores = gl[i].percent >= 100 ? 0 : gl[i].percent;
+    g.gpu[i].cores = vg_grant_cores_of(gl[i].percent);
   }
   char dir[sizeof(shm->path) + 8];
   const char *slash = strrchr(shm->path, '/');

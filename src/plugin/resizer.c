@@ -122,10 +122,6 @@ static void refuse(struct vg_resizer *r, struct open_pod *op, const char *why) {
 
 /* ---- the container's limits ---- */
 
-static unsigned whole_is_zero(int cores) {
-  return cores <= 0 || cores >= 100 ? 0 : (unsigned)cores;
-}
-
 /* For comparing compute: 0 (no limit) is the most. */
 static unsigned as_share(unsigned cores) { return cores == 0 ? 100 : cores; }
 
@@ -173,7 +169,7 @@ static int grant_of_assignment(json_object *pod, const struct vg_pod_devices *d,
       break;
     }
     g->gpu[i].memory = (uint64_t)c->gpu[k].memory;
-    g->gpu[i].cores = whole_is_zero(c->gpu[k].cores);
+    g->gpu[i].cores = vg_grant_cores_of(c->gpu[k].cores);
   }
   vg_assign_free(&a);
   return rc;
@@ -187,7 +183,7 @@ static void lowered(const struct vg_grant *now, const struct vg_resize_request *
     struct vg_grant_gpu *x = &g->gpu[i];
     if (q->memory >= 0 && (x->memory == 0 || (uint64_t)q->memory < x->memory))
       x->memory = (uint64_t)q->memory;
-    unsigned want = whole_is_zero(q->cores);
+    unsigned want = vg_grant_cores_of(q->cores);
     if (q->cores >= 0 && as_share(want) < as_share(x->cores)) x->cores = want;
   }
 }

@@ -345,6 +345,21 @@ static void test_clamp(void **s) {
                (unsigned long long)rows[i].want);
 }
 
+/* A pod's share as the grant stores it: the whole GPU, asked as 100 % or
+ * more or not at all, is 0 (no limit); anything between stays. */
+static void test_cores_of(void **s) {
+  (void)s;
+  assert_int_equal(vg_grant_cores_of(100), 0);
+  assert_int_equal(vg_grant_cores_of(250), 0);
+  assert_int_equal(vg_grant_cores_of(0), 0);
+  assert_int_equal(vg_grant_cores_of(-5), 0);
+  assert_int_equal(vg_grant_cores_of(1), 1);
+  assert_int_equal(vg_grant_cores_of(99), 99);
+  struct vg_grant_gpu g = {.cores = 30};
+  assert_int_equal(vg_grant_cores(&g, 100), 30); /* asking for the whole GPU gets the grant */
+  assert_int_equal(vg_grant_cores(NULL, 100), 0);
+}
+
 static void test_dir(void **s) {
   (void)s;
   struct stat st;
@@ -382,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_format_round_trip),
       cmocka_unit_test_setup_teardown(test_write_then_load, mkdir_setup, mkdir_teardown),
       cmocka_unit_test(test_clamp),
+      cmocka_unit_test(test_cores_of),
       cmocka_unit_test(test_dir),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
