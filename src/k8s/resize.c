@@ -191,3 +191,22 @@ int64_t vg_resize_memory(const struct vg_resize_request *r, const struct vg_assi
 int vg_resize_cores(const struct vg_resize_request *r, const struct vg_assign_gpu *now) {
   return r->cores >= 0 ? r->cores : now->cores;
 }
+
+int vg_resize_status_put(json_object *ann, const char *id, enum vg_resize_phase phase,
+                         const char *reason) {
+  struct vg_resize_status st = {.phase = phase};
+  snprintf(st.id, sizeof(st.id), "%s", id);
+  snprintf(st.reason, sizeof(st.reason), "%s", reason);
+  char *text = vg_resize_status_format(&st);
+  if (text == NULL) return -1;
+  json_object_object_add(ann, VG_RESIZE_STATUS_ANNOTATION, json_object_new_string(text));
+  free(text);
+  return 0;
+}
+
+int vg_resize_refusal_event(struct vg_k8s_client *c, json_object *pod, const char *id,
+                            const char *why, const char *component, char *msg, size_t len,
+                            struct vg_err *err) {
+  snprintf(msg, len, "resize %s refused: %s", id, why);
+  return vg_k8s_pod_event(c, pod, "Warning", "ResizeRefused", msg, component, err);
+}

@@ -35,6 +35,7 @@
 
 #include "assignment.h"
 #include "err.h"
+#include "k8s.h"
 
 #define VG_RESIZE_REQUEST_ANNOTATION "vgpu.io/resize-request"
 #define VG_RESIZE_NODE_ANNOTATION "vgpu.io/resize-node"
@@ -72,6 +73,16 @@ char *vg_resize_status_format(const struct vg_resize_status *s);
 char *vg_resize_node_format(const char *id);
 
 const char *vg_resize_phase_name(enum vg_resize_phase p);
+
+/* Puts the status {id, phase, reason} into ann, the annotations of a
+ * metadata patch being built. -1 when out of memory. */
+int vg_resize_status_put(json_object *ann, const char *id, enum vg_resize_phase phase,
+                         const char *reason);
+/* The Warning Event ResizeRefused on pod, "resize ID refused: WHY"; those
+ * words are also left in msg for the caller's log. 0, or -1 with err. */
+int vg_resize_refusal_event(struct vg_k8s_client *c, json_object *pod, const char *id,
+                            const char *why, const char *component, char *msg, size_t len,
+                            struct vg_err *err);
 
 /* What a pod says about resizing: which keys it has (has_*) and their
  * values; a key that is present but malformed sets its bad_* and keeps err

@@ -77,10 +77,8 @@ static const char *meta_str(json_object *pod, const char *key) {
 static int answer(struct vg_resizer *r, struct open_pod *op, const struct vg_resize_status *st,
                   const char *ack_id, bool end) {
   json_object *ann = json_object_new_object(), *labels = NULL;
-  char *text = st ? vg_resize_status_format(st) : NULL;
-  if (text) json_object_object_add(ann, VG_RESIZE_STATUS_ANNOTATION, json_object_new_string(text));
-  free(text);
-  text = ack_id ? vg_resize_node_format(ack_id) : NULL;
+  if (st) vg_resize_status_put(ann, st->id, st->phase, st->reason);
+  char *text = ack_id ? vg_resize_node_format(ack_id) : NULL;
   if (text) json_object_object_add(ann, VG_RESIZE_NODE_ANNOTATION, json_object_new_string(text));
   free(text);
   if (end) {
@@ -115,8 +113,11 @@ static void refuse(struct vg_resizer *r, struct open_pod *op, const char *why) {
   snprintf(st.reason, sizeof(st.reason), "node %s: %s", r->node, why);
   if (answer(r, op, &st, NULL, true) != 0) return;
   char msg[VG_RESIZE_REASON_MAX + VG_RESIZE_ID_MAX + 32];
-  snprintf(msg, sizeof(msg), "resize %s refused: %s", st.id, st.reason);
-  event(r, op, "Warning", "ResizeRefused", msg);
+  struct vg_err err = {""};
+  if (vg_resize_refusal_event(r->k8s, op->pod, st.id, st.reason, COMPONENT, msg, sizeof(msg),
+                              &err) != 0)
+    vg_warn("resize: cannot record event ResizeRefused on pod %s/%s: %s",
+            meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), err.msg);
   vg_info("resize: pod %s/%s: %s", meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), msg);
 }
 

@@ -65,16 +65,6 @@ static json_object *resized(struct vg_assignment *a, const struct vg_assign_ctr 
   return vg_assign_to_json(a, err);
 }
 
-static void add_status(json_object *ann, const char *id, enum vg_resize_phase phase,
-                       const char *reason) {
-  struct vg_resize_status st = {.phase = phase};
-  snprintf(st.id, sizeof(st.id), "%s", id);
-  snprintf(st.reason, sizeof(st.reason), "%s", reason);
-  char *text = vg_resize_status_format(&st);
-  if (text) json_object_object_add(ann, VG_RESIZE_STATUS_ANNOTATION, json_object_new_string(text));
-  free(text);
-}
-
 /* The answer to the request on pod (read fresh under the bind lock): 0 when
  * written, -1 with err when it is to be tried again. */
 static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_request *q,
@@ -102,10 +92,10 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
           ann, VG_ASSIGNED_ANNOTATION,
           json_object_new_string(json_object_to_json_string_ext(na, JSON_C_TO_STRING_PLAIN)));
       json_object_put(na);
-      add_status(ann, q->id, VG_RESIZE_ACCEPTED, "fits the pod's GPUs");
+      vg_resize_status_put(ann, q->id, VG_RESIZE_ACCEPTED, "fits the pod's GPUs");
     }
   }
-  if (why[0]) add_status(ann, q->id, VG_RESIZE_REFUSED, why);
+  if (why[0]) vg_resize_status_put(ann, q->id, VG_RESIZE_REFUSED, why);
   if (has > 0) vg_assign_free(&a);
   json_object *meta = ext_get(pod, "metadata");
   int rc = vg_k8s_patch_pod_metadata(x->client, ext_get_str(meta, "namespace"),
@@ -116,9 +106,8 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
   ext_invalidate(x, node);
   if (why[0]) {
     char msg[VG_RESIZE_REASON_MAX + VG_RESIZE_ID_MAX + 32];
-    snprintf(msg, sizeof(msg), "resize %s refused: %s", q->id, why);
     struct vg_err e = {{0}};
-    if (vg_k8s_pod_event(x->client, pod, "Warning", "ResizeRefused", msg, COMPONENT, &e) != 0)
+    if (vg_resize_refusal_event(x->client, pod, q->id, why, COMPONENT, msg, sizeof(msg), &e) != 0)
       vg_warn("resize: cannot record the refusal: %s", e.msg);
     vg_info("resize: pod %s/%s: %s", ext_get_str(meta, "namespace"), ext_get_str(meta, "name"),
             msg);

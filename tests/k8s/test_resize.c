@@ -78,6 +78,22 @@ static void test_status_and_ack(void **s) {
   assert_int_equal(vg_resize_node_parse("{\"id\":7}", id, &err), -1);
 }
 
+/* The status a party puts into its patch reads back as written. */
+static void test_status_put(void **s) {
+  (void)s;
+  json_object *ann = json_object_new_object();
+  assert_int_equal(vg_resize_status_put(ann, "r9", VG_RESIZE_REFUSED, "node n1: 3 GiB held"), 0);
+  const char *text =
+      json_object_get_string(json_object_object_get(ann, VG_RESIZE_STATUS_ANNOTATION));
+  struct vg_resize_status st;
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_status_parse(text, &st, &err), 0);
+  assert_string_equal(st.id, "r9");
+  assert_int_equal(st.phase, VG_RESIZE_REFUSED);
+  assert_string_equal(st.reason, "node n1: 3 GiB held");
+  json_object_put(ann);
+}
+
 static void test_view(void **s) {
   (void)s;
   json_object *pod = json_tokener_parse(
@@ -102,9 +118,8 @@ static void test_view(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_request),
-      cmocka_unit_test(test_request_refusals),
-      cmocka_unit_test(test_status_and_ack),
+      cmocka_unit_test(test_request),        cmocka_unit_test(test_request_refusals),
+      cmocka_unit_test(test_status_and_ack), cmocka_unit_test(test_status_put),
       cmocka_unit_test(test_view),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
