@@ -254,8 +254,7 @@ int vg_k8s_evict_pod(struct vg_k8s_client *c, const char *ns, const char *name,
   int rc = post_eviction(c, p, ns, name, "policy/v1", err);
   /* policy/v1 came with Kubernetes 1.22; an older API server refuses the
    * kind (400) and takes the same object as policy/v1beta1. */
-  if (rc == VG_K8S_EFAIL && strstr(err->msg, ": HTTP 400") != NULL)
-    rc = post_eviction(c, p, ns, name, "policy/v1beta1", err);
+  if (rc == VG_K8S_EBADREQUEST) rc = post_eviction(c, p, ns, name, "policy/v1beta1", err);
   return rc;
 }
 

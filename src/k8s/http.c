@@ -159,6 +159,8 @@ int vg_k8s_status_error(const char *method, const char *url, long status, const 
   if (st != NULL) json_object_put(st);
   vg_err_set(err, "%s %s: HTTP %ld%s", method, url, status, msg);
   switch (status) {
+    case 400:
+      return VG_K8S_EBADREQUEST;
     case 401:
     case 403:
       return VG_K8S_EUNAUTHORIZED;

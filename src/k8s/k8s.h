@@ -29,6 +29,7 @@ enum {
   VG_K8S_EEXPIRED = -4,      /* 410: watch/list resourceVersion too old; relist */
   VG_K8S_EUNREACHABLE = -5,  /* connection refused, DNS, timeout, TLS failure */
   VG_K8S_EUNAUTHORIZED = -6, /* 401 or 403 */
+  VG_K8S_EBADREQUEST = -7,   /* 400: the server does not take the object as sent */
 };
 
 /* ---- configuration (config.c) ---- */

@@ -388,6 +388,10 @@ static void test_binding(void **s) {
   json_object_object_add(ann, "vgpu.io/gpus", json_object_new_string("GPU-a,GPU-b"));
   assert_int_equal(vg_k8s_bind_pod(c, "default", "bind-me", "wrong-uid", "n1", ann, &err),
                    VG_K8S_ECONFLICT);
+  /* A 400 has its own code (an Eviction's fallback to policy/v1beta1 keys on it). */
+  assert_int_equal(vg_k8s_bind_pod(c, "default", "bind-me", uid, "", ann, &err),
+                   VG_K8S_EBADREQUEST);
+  expect_msg(err.msg, "HTTP 400");
   if (vg_k8s_bind_pod(c, "default", "bind-me", uid, "gpu-node-1", ann, &err) != 0)
     fail_msg("%s", err.msg);
   vg_k8s_get_pod(c, "default", "bind-me", &pod, &err);
