@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <getopt.h>
 #include <unistd.h>
 
 #include "opt.h"
@@ -83,72 +84,93 @@ static int parse_seeds(const char *s, struct opts *o) {
   return (*end == '\0' && o->seed_hi >= o->seed_lo && o->seed_hi - o->seed_lo < MAX_SEEDS) ? 0 : -1;
 }
 
-static const char *const known_options[] = {
-    "--nodes",    "--pods", "--policy",     "--seeds", "--tune",    "--json", "--mix",
-    "--mix-seed", "--pool", "--write-pods", "--help",  "--version", NULL};
+enum {
+  OPT_NODES = 256,
+  OPT_PODS,
+  OPT_POLICY,
+  OPT_SEEDS,
+  OPT_TUNE,
+  OPT_JSON,
+  OPT_MIX,
+  OPT_MIX_SEED,
+  OPT_POOL,
+  OPT_WRITE_PODS,
+  OPT_VERSION
+};
 
-/* true for an option vgpu-replay has; otherwise says so, with a guess. */
-static bool known_option(const char *a) {
-  for (const char *const *k = known_options; *k; k++)
-    if (strcmp(a, *k) == 0) return true;
-  vg_opt_unknown("vgpu-replay", a, known_options);
-  return false;
-}
+/* The one list of vgpu-replay's options (the guess for a typo reads it too). */
+static const struct option longopts[] = {{"nodes", required_argument, NULL, OPT_NODES},
+                                         {"pods", required_argument, NULL, OPT_PODS},
+                                         {"policy", required_argument, NULL, OPT_POLICY},
+                                         {"seeds", required_argument, NULL, OPT_SEEDS},
+                                         {"tune", required_argument, NULL, OPT_TUNE},
+                                         {"json", no_argument, NULL, OPT_JSON},
+                                         {"mix", required_argument, NULL, OPT_MIX},
+                                         {"mix-seed", required_argument, NULL, OPT_MIX_SEED},
+                                         {"pool", required_argument, NULL, OPT_POOL},
+                                         {"write-pods", required_argument, NULL, OPT_WRITE_PODS},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, OPT_VERSION},
+                                         {NULL, 0, NULL, 0}};
 
-/* --mix, --mix-seed, --pool, --write-pods; anything else is unknown. */
-static int parse_mix_opt(const char *a, const char *v, struct opts *o) {
+/* One option c with its value v: 0, or -1 after saying what is wrong. */
+static int take_option(int c, const char *v, struct opts *o) {
   struct vg_err err;
   char *end;
-  if (strcmp(a, "--mix") == 0) {
-    o->mix_arg = v;
-    if (vg_mix_parse(v, &o->mix, &err)) return fprintf(stderr, "vgpu-replay: %s\n", err.msg), -1;
-  } else if (strcmp(a, "--mix-seed") == 0) {
-    o->mix.seed = strtoull(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end)
-      return fprintf(stderr, "vgpu-replay: bad --mix-seed '%s' (a number)\n", v), -1;
-  } else if (strcmp(a, "--pool") == 0) {
-    if (o->npools == MAX_POOLS)
-      return fprintf(stderr, "vgpu-replay: at most %d --pool traces\n", MAX_POOLS), -1;
-    o->pools[o->npools++] = v;
-  } else if (strcmp(a, "--write-pods") == 0) {
-    o->write_pods = v;
-  } else {
-    return fprintf(stderr, "vgpu-replay: unknown option '%s'\n", a), -1;
+  switch (c) {
+    case OPT_NODES:
+      o->nodes = v;
+      return 0;
+    case OPT_PODS:
+      o->pods = v;
+      return 0;
+    case OPT_POLICY:
+      o->policy = v;
+      return 0;
+    case OPT_JSON:
+      o->json = 1;
+      return 0;
+    case OPT_WRITE_PODS:
+      o->write_pods = v;
+      return 0;
+    case OPT_SEEDS:
+      if (parse_seeds(v, o)) return fprintf(stderr, "vgpu-replay: bad --seeds '%s'\n", v), -1;
+      return 0;
+    case OPT_TUNE:
+      o->tune = strtod(v, &end);
+      if (end == v || *end || !(o->tune > 0 && o->tune <= 10))
+        return fprintf(stderr, "vgpu-replay: bad --tune '%s' (0 < X <= 10)\n", v), -1;
+      return 0;
+    case OPT_MIX:
+      o->mix_arg = v;
+      if (vg_mix_parse(v, &o->mix, &err)) return fprintf(stderr, "vgpu-replay: %s\n", err.msg), -1;
+      return 0;
+    case OPT_MIX_SEED:
+      o->mix.seed = strtoull(v, &end, 10);
+      if (*v < '0' || *v > '9' || *end)
+        return fprintf(stderr, "vgpu-replay: bad --mix-seed '%s' (a number)\n", v), -1;
+      return 0;
+    case OPT_POOL:
+      if (o->npools == MAX_POOLS)
+        return fprintf(stderr, "vgpu-replay: at most %d --pool traces\n", MAX_POOLS), -1;
+      o->pools[o->npools++] = v;
+      return 0;
+    default:
+      return -1; /* vg_getopt_long said why */
   }
-  return 0;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o) {
   *o = (struct opts){.policy = DEFAULT_POLICY, .seed_lo = 42, .seed_hi = 51, .tune = 1.3};
   o->mix.seed = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--json") == 0) {
-      o->json = 1;
-      continue;
-    }
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout), exit(0), 0;
-    if (strcmp(a, "--version") == 0) return printf("vgpu-replay %s\n", VG_VERSION), exit(0), 0;
-    if (!known_option(a)) return -1;
-    if (!v) return fprintf(stderr, "vgpu-replay: option '%s' needs a value\n", a), -1;
-    i++;
-    if (strcmp(a, "--nodes") == 0) {
-      o->nodes = v;
-    } else if (strcmp(a, "--pods") == 0) {
-      o->pods = v;
-    } else if (strcmp(a, "--policy") == 0) {
-      o->policy = v;
-    } else if (strcmp(a, "--seeds") == 0) {
-      if (parse_seeds(v, o)) return fprintf(stderr, "vgpu-replay: bad --seeds '%s'\n", v), -1;
-    } else if (strcmp(a, "--tune") == 0) {
-      char *end;
-      o->tune = strtod(v, &end);
-      if (*end || !(o->tune > 0 && o->tune <= 10))
-        return fprintf(stderr, "vgpu-replay: bad --tune '%s' (0 < X <= 10)\n", v), -1;
-    } else if (parse_mix_opt(a, v, o)) {
-      return -1;
-    }
+  int c;
+  while ((c = vg_getopt_long(argc, argv, "h", longopts, "vgpu-replay")) != -1) {
+    if (c == 'h') return usage(stdout), exit(0), 0;
+    if (c == OPT_VERSION) return printf("vgpu-replay %s\n", VG_VERSION), exit(0), 0;
+    if (take_option(c, optarg, o)) return -1;
   }
+  if (optind < argc)
+    return fprintf(stderr, "vgpu-replay: unexpected argument '%s'\n", argv[optind]), -1;
   if (!o->nodes || !o->pods) return fprintf(stderr, "vgpu-replay: --nodes and --pods needed\n"), -1;
   if (!o->mix_arg && (o->npools || o->write_pods))
     return fprintf(stderr, "vgpu-replay: --pool and --write-pods go with --mix\n"), -1;

@@ -61,6 +61,10 @@ refused "PCT must be a number from 0 to below 100" --mix cpu=100
 refused "--pool and --write-pods go with --mix" --pool "$tmp/pool.csv"
 refused "bad --mix-seed 'x' (a number)" --mix cpu=10 --mix-seed x
 refused "unknown option '--mixx' (did you mean --mix?)" --mixx cpu=10
+refused "unknown option '--mix-sed' (did you mean --mix-seed?)" --mix cpu=10 --mix-sed 3
+refused "unexpected argument 'stray'" stray
+refused "option '--pool' needs a value" --mix cpu=10 --pool
+refused "bad --tune 'x' (0 < X <= 10)" --tune x
 out=$(run --mix gpuspec=20 2>&1)
 rc=$?
 if [ $rc -ne 1 ] || ! grep -qF "the pool has no model-constrained pods to draw from" <<<"$out"; then
