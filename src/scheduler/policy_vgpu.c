@@ -19,7 +19,7 @@
  * Which measure, from the target workload's GPU demand:
  *   pinned to GPU models >= 10 %         F (FGD's own)
  *   else on multi-GPU pods < 10 %        F'
- *   else                                 F'_s
+ *   else                                 F'_s; pods of whole GPUs on F
  * On the workload families (docs/placement.md) F' turned FGD's 7.9 % into
  * 11.0 % at gpuspec=30 and lost 0.5 at gpuspec=20 while it won 0.8 at
  * gpuspec=15: a change of F' is bounded by the node's GPU count, so F' sees
@@ -31,7 +31,10 @@
  * F' on most points but 0.9 worse on one gpuspec=10 pod list, so F' stays
  * there. The 10 % marks sit below the shares where a measure was seen to
  * lose (16 % pinned, 15 % multi-GPU), not at the best split of the
- * development table.
+ * development table. Under F'_s, placing pods of whole GPUs on F as well
+ * took multigpu 40-60 from level with FGD (-0.022, +0.019, -0.008 on 60
+ * paired seeds) to -0.045, +0.007 and -0.062, for 0.01-0.02 less gain at
+ * multigpu 25-30 (no checked mechanism; docs/placement.md).
  *
  * dSS is the change in sum_g N(g)^2, N(g) = how many partly used GPUs in the
  * cluster have g milli free: the Sum-of-Squares rule of online bin packing
@@ -72,10 +75,15 @@ vg_frag_fn vg_vgpu_measure(const struct vg_workload *w, const char **name) {
   if (!w || w->pinned_pct >= CPU_AWARE_MAX_PINNED) return *name = "FGD's F", vg_frag_node;
   if (w->multi_pct < CAP_WHOLE_MAX_MULTI)
     return *name = "F', CPU caps every GPU type", vg_frag_node_cpu;
-  return *name = "F'_s, CPU caps the shares", vg_frag_node_cpu_shares;
+  return *name = "F'_s, CPU caps the shares; whole-GPU pods on F", vg_frag_node_cpu_shares;
+}
+
+vg_frag_fn vg_vgpu_measure_for(const struct vg_workload *w, const struct vg_pod *p) {
+  vg_frag_fn f = vg_vgpu_measure(w, NULL);
+  bool whole_gpus = p->num_gpu > 0 && !vg_pod_is_share(p);
+  return f == vg_frag_node_cpu_shares && whole_gpus ? vg_frag_node : f;
 }
 
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {
-  vg_frag_fn f = vg_vgpu_measure(s->workload, NULL);
-  return vg_fgd_score_by(s, i, p, pick, f, share_bonus);
+  return vg_fgd_score_by(s, i, p, pick, vg_vgpu_measure_for(s->workload, p), share_bonus);
 }

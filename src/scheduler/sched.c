@@ -12,32 +12,42 @@
 
 int vg_sched_init(struct vg_sched *s, struct vg_cluster *c, const struct vg_policy *policy,
                   const struct vg_workload *w, struct vg_err *err) {
-  s->cluster = c;
-  s->policy = policy;
-  s->workload = w;
-  s->frag_fn = vg_frag_node;
-  s->gaps_valid = false;
-  s->frag = malloc(((size_t)c->n + 1) * sizeof(*s->frag));
-  if (!s->frag) return vg_err_set(err, "out of memory for %d nodes", c->n);
-  for (int i = 0; i < c->n; i++) s->frag[i] = NAN;
+  *s = (struct vg_sched){.cluster = c, .policy = policy, .workload = w};
+  for (int k = 0; k < VG_SCHED_MEASURES; k++) {
+    s->frag[k] = malloc(((size_t)c->n + 1) * sizeof(*s->frag[k]));
+    if (!s->frag[k]) return vg_sched_free(s), vg_err_set(err, "out of memory for %d nodes", c->n);
+    for (int i = 0; i < c->n; i++) s->frag[k][i] = NAN;
+  }
   return 0;
 }
 
 void vg_sched_free(struct vg_sched *s) {
-  free(s->frag);
-  s->frag = NULL;
+  for (int k = 0; k < VG_SCHED_MEASURES; k++) {
+    free(s->frag[k]);
+    s->frag[k] = NULL;
+  }
+}
+
+/* The cache slot of measure f: its own, else the one used less lately. */
+static double *frag_slot(struct vg_sched *s, vg_frag_fn f) {
+  int k = 0;
+  while (k < VG_SCHED_MEASURES && s->frag_fn[k] != f) k++;
+  if (k == VG_SCHED_MEASURES) {
+    k = (s->frag_last + 1) % VG_SCHED_MEASURES;
+    for (int i = 0; i < s->cluster->n; i++) s->frag[k][i] = NAN;
+    s->frag_fn[k] = f;
+  }
+  s->frag_last = k;
+  return s->frag[k];
 }
 
 double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f) {
-  if (f != s->frag_fn) { /* one policy per scheduler: this happens once */
-    for (int k = 0; k < s->cluster->n; k++) s->frag[k] = NAN;
-    s->frag_fn = f;
-  }
-  if (isnan(s->frag[i])) {
+  double *frag = frag_slot(s, f);
+  if (isnan(frag[i])) {
     const struct vg_node *n = &s->cluster->nodes[i];
-    s->frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->gpu_free) : 0;
+    frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->gpu_free) : 0;
   }
-  return s->frag[i];
+  return frag[i];
 }
 
 double vg_sched_node_frag(struct vg_sched *s, int i) {
@@ -82,6 +92,6 @@ int vg_sched_place(struct vg_sched *s, const struct vg_pod *p) {
   for (int k = 0; s->gaps_valid && k < pick.n; k++) s->gaps[n->gpu_free[pick.gpu[k]]]--;
   vg_node_apply(n, p, &pick);
   for (int k = 0; s->gaps_valid && k < pick.n; k++) s->gaps[n->gpu_free[pick.gpu[k]]]++;
-  s->frag[i] = NAN;
+  for (int k = 0; k < VG_SCHED_MEASURES; k++) s->frag[k][i] = NAN;
   return i;
 }

@@ -144,6 +144,9 @@ double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct
  * vg_frag_node_cpu or vg_frag_node_cpu_shares; *name (if not NULL) gets
  * its name for reports. */
 vg_frag_fn vg_vgpu_measure(const struct vg_workload *w, const char **name);
+/* The measure vgpu places p on: the mix's, except that under F'_s pods of
+ * whole GPUs are placed on FGD's F. */
+vg_frag_fn vg_vgpu_measure_for(const struct vg_workload *w, const struct vg_pod *p);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 /* Extra score points for a share that takes its GPU from `from` to `to` free
  * milli (the vgpu policy's tie-break); NULL for none. */
@@ -155,13 +158,17 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
                        vg_frag_fn f, vg_share_bonus_fn bonus);
 
 /* ---- scheduler state and placement (sched.c) ---- */
+#define VG_SCHED_MEASURES 2
 struct vg_sched {
   struct vg_cluster *cluster;
   const struct vg_policy *policy;
   const struct vg_workload *workload; /* FGD's target workload; may be NULL for others */
-  double *frag;                       /* per-node cached F_n(M), NAN when stale */
-  vg_frag_fn frag_fn;                 /* the measure frag[] holds */
-  int gaps[VG_MILLI + 1];             /* GPUs by free milli, when gaps_valid */
+  /* Per-node cached measures, NAN when stale: one array per measure in use
+   * (vgpu judges shares and whole GPUs on two), the older one reused. */
+  double *frag[VG_SCHED_MEASURES];
+  vg_frag_fn frag_fn[VG_SCHED_MEASURES];
+  int frag_last;          /* the slot used last */
+  int gaps[VG_MILLI + 1]; /* GPUs by free milli, when gaps_valid */
   bool gaps_valid;
 };
 
@@ -171,7 +178,7 @@ void vg_sched_free(struct vg_sched *s);
 /* F_n(M) of node i, cached until the node changes. */
 double vg_sched_node_frag(struct vg_sched *s, int i);
 /* Measure f of node i (0 without a workload), cached until the node changes
- * or another measure is asked for. */
+ * or two other measures are asked for. */
 double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f);
 /* How many GPUs of the cluster have each free share (0..1000 milli), counted
  * on first use and kept up to date by vg_sched_place. Like the F cache, it

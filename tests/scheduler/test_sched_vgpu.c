@@ -289,6 +289,63 @@ static void test_measure_follows_the_mix(void **state) {
   assert_true(vg_vgpu_measure(NULL, NULL) == vg_frag_node);
 }
 
+/* Under F'_s a pod of whole GPUs is placed on FGD's F. The mix is 36
+ * half-GPU shares of 10 cores and one 2-GPU pod (10 % multi-GPU, F'_s); the
+ * node has 2 free GPUs and 15 cores. A 1-GPU pod of 5 cores leaves 1 GPU and
+ * 10 cores: F stays 0 (the CPU admits a share before and after), while F'_s
+ * drops by the GPU the CPU could not feed before. vgpu scores it as FGD. */
+static void test_whole_gpu_pods_use_f_under_cpu_shares(void **state) {
+  (void)state;
+  struct vg_workload w;
+  two_types(&w, pod(2000, 1024, 2, 1000), 1, 36);
+  assert_true(vg_vgpu_measure(&w, NULL) == vg_frag_node_cpu_shares);
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 15000, 393216, 2, 1000, 1000);
+  struct vg_sched s;
+  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  struct vg_pod whole = pod(5000, 1024, 1, 1000), share = pod(5000, 1024, 1, 500);
+  struct vg_pick a, b, d;
+  double fgd = vg_score_fgd(&s, 0, &whole, &a), vgpu = vg_score_vgpu(&s, 0, &whole, &b);
+  double on_fs = vg_fgd_score_by(&s, 0, &whole, &d, vg_frag_node_cpu_shares, NULL);
+  assert_true(on_fs != fgd); /* the measures disagree here */
+  assert_true(vgpu == fgd);
+  assert_true(vg_vgpu_measure_for(&w, &whole) == vg_frag_node);
+  assert_true(vg_vgpu_measure_for(&w, &share) == vg_frag_node_cpu_shares);
+  struct vg_pod cpu_only = pod(5000, 1024, 0, 0);
+  assert_true(vg_vgpu_measure_for(&w, &cpu_only) == vg_frag_node_cpu_shares);
+  vg_sched_free(&s);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
+/* The cache holds two measures at once, and a placement makes both stale:
+ * each placement below changes one of them, after both were read. */
+static void test_frag_cache_keeps_two_measures(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 1024, 1, 500));
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 15000, 393216, 2, 1000, 1000);
+  struct vg_sched s;
+  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 0);
+  /* 15 cores feed one 10-core share's GPU: the other is stranded. */
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node_cpu_shares) == 1000);
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 0);
+  struct vg_pod no_cpu = pod(0, 1024, 1, 1000), cpu_only = pod(10000, 1024, 0, 0);
+  assert_int_equal(vg_sched_place(&s, &no_cpu), 0); /* 1 GPU, 15 cores: fed */
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node_cpu_shares) == 0);
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 0);
+  assert_int_equal(vg_sched_place(&s, &cpu_only), 0); /* 1 GPU, 5 cores: no share fits */
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 1000);
+  assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node_cpu_shares) == 1000);
+  vg_sched_free(&s);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
+}
+
 /* vg_sched_gaps counts the cluster's GPUs by free share and vg_sched_place
  * keeps the count current. */
 static void test_gaps_follow_placements(void **state) {
@@ -355,6 +412,8 @@ int main(void) {
       cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
       cmocka_unit_test(test_workload_mix_shares),
       cmocka_unit_test(test_measure_follows_the_mix),
+      cmocka_unit_test(test_whole_gpu_pods_use_f_under_cpu_shares),
+      cmocka_unit_test(test_frag_cache_keeps_two_measures),
       cmocka_unit_test(test_gaps_follow_placements),
       cmocka_unit_test(test_ties_go_to_the_rarer_free_share),
   };
