@@ -99,12 +99,19 @@ static int answer(struct vg_resizer *r, struct open_pod *op, const struct vg_res
   return rc;
 }
 
+/* rc and err from recording Event `reason` on op's pod: a failure is logged. */
+static void event_recorded(struct open_pod *op, const char *reason, int rc,
+                           const struct vg_err *err) {
+  if (rc != 0)
+    vg_warn("resize: cannot record event %s on pod %s/%s: %s", reason,
+            meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), err->msg);
+}
+
 static void event(struct vg_resizer *r, struct open_pod *op, const char *type, const char *reason,
                   const char *msg) {
   struct vg_err err = {""};
-  if (vg_k8s_pod_event(r->k8s, op->pod, type, reason, msg, COMPONENT, &err) != 0)
-    vg_warn("resize: cannot record event %s on pod %s/%s: %s", reason,
-            meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), err.msg);
+  event_recorded(op, reason, vg_k8s_pod_event(r->k8s, op->pod, type, reason, msg, COMPONENT, &err),
+                 &err);
 }
 
 static void refuse(struct vg_resizer *r, struct open_pod *op, const char *why) {
@@ -114,10 +121,9 @@ static void refuse(struct vg_resizer *r, struct open_pod *op, const char *why) {
   if (answer(r, op, &st, NULL, true) != 0) return;
   char msg[VG_RESIZE_REASON_MAX + VG_RESIZE_ID_MAX + 32];
   struct vg_err err = {""};
-  if (vg_resize_refusal_event(r->k8s, op->pod, st.id, st.reason, COMPONENT, msg, sizeof(msg),
-                              &err) != 0)
-    vg_warn("resize: cannot record event ResizeRefused on pod %s/%s: %s",
-            meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), err.msg);
+  int rc =
+      vg_resize_refusal_event(r->k8s, op->pod, st.id, st.reason, COMPONENT, msg, sizeof(msg), &err);
+  event_recorded(op, "ResizeRefused", rc, &err);
   vg_info("resize: pod %s/%s: %s", meta_str(op->pod, "namespace"), meta_str(op->pod, "name"), msg);
 }
 

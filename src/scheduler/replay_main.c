@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <getopt.h>
 #include <unistd.h>
 
 #include "opt.h"
