@@ -120,6 +120,22 @@ static void test_fragmentation_outweighs_tightness(void **state) {
   vg_workload_free(&w);
 }
 
+/* A vgpu scheduler on one 2-GPU node with cpu milli-cores and GPUs of
+ * free0 / free1 milli free, for workload w. */
+static void one_node(struct vg_sched *s, struct vg_cluster *c, const struct vg_workload *w,
+                     int64_t cpu, int free0, int free1) {
+  vg_cluster_init(c);
+  add_node(c, "G2", cpu, 393216, 2, free0, free1);
+  assert_int_equal(vg_sched_init(s, c, vg_policy_find("vgpu"), w, NULL), 0);
+}
+
+/* Frees a test's scheduler, cluster and workload. */
+static void free_all(struct vg_sched *s, struct vg_cluster *c, struct vg_workload *w) {
+  vg_sched_free(s);
+  vg_cluster_free(c);
+  vg_workload_free(w);
+}
+
 /* With CPU to spare, the measures agree, so whole-GPU pods score exactly as
  * under FGD; and the policy is listed. */
 static void test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful(void **state) {
@@ -127,10 +143,8 @@ static void test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful(void **state)
   struct vg_workload w;
   one_type(&w, pod(1000, 1024, 1, 500));
   struct vg_cluster c;
-  vg_cluster_init(&c);
-  add_node(&c, "G2", 96000, 393216, 2, 1000, 300);
   struct vg_sched s;
-  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  one_node(&s, &c, &w, 96000, 1000, 300);
   struct vg_pod p = pod(1000, 1024, 1, 1000);
   struct vg_pick a, b;
   double sa = vg_score_fgd(&s, 0, &p, &a), sb = vg_score_vgpu(&s, 0, &p, &b);
@@ -138,9 +152,7 @@ static void test_whole_gpu_pods_score_as_fgd_when_cpu_is_plentiful(void **state)
   assert_int_equal(a.n, 1);
   assert_int_equal(b.n, 1);
   assert_int_equal(a.gpu[0], b.gpu[0]);
-  vg_sched_free(&s);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
+  free_all(&s, &c, &w);
   int found = 0;
   for (const struct vg_policy *const *q = vg_policy_all(); *q; q++)
     found += strcmp((*q)->name, "vgpu") == 0;
@@ -300,10 +312,8 @@ static void test_whole_gpu_pods_use_f_under_cpu_shares(void **state) {
   two_types(&w, pod(2000, 1024, 2, 1000), 1, 36);
   assert_true(vg_vgpu_measure(&w, NULL) == vg_frag_node_cpu_shares);
   struct vg_cluster c;
-  vg_cluster_init(&c);
-  add_node(&c, "G2", 15000, 393216, 2, 1000, 1000);
   struct vg_sched s;
-  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  one_node(&s, &c, &w, 15000, 1000, 1000);
   struct vg_pod whole = pod(5000, 1024, 1, 1000), share = pod(5000, 1024, 1, 500);
   struct vg_pick a, b, d;
   double fgd = vg_score_fgd(&s, 0, &whole, &a), vgpu = vg_score_vgpu(&s, 0, &whole, &b);
@@ -314,9 +324,7 @@ static void test_whole_gpu_pods_use_f_under_cpu_shares(void **state) {
   assert_true(vg_vgpu_measure_for(&w, &share) == vg_frag_node_cpu_shares);
   struct vg_pod cpu_only = pod(5000, 1024, 0, 0);
   assert_true(vg_vgpu_measure_for(&w, &cpu_only) == vg_frag_node_cpu_shares);
-  vg_sched_free(&s);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
+  free_all(&s, &c, &w);
 }
 
 /* The cache holds two measures at once, and a placement makes both stale:
@@ -326,10 +334,8 @@ static void test_frag_cache_keeps_two_measures(void **state) {
   struct vg_workload w;
   one_type(&w, pod(10000, 1024, 1, 500));
   struct vg_cluster c;
-  vg_cluster_init(&c);
-  add_node(&c, "G2", 15000, 393216, 2, 1000, 1000);
   struct vg_sched s;
-  assert_int_equal(vg_sched_init(&s, &c, vg_policy_find("vgpu"), &w, NULL), 0);
+  one_node(&s, &c, &w, 15000, 1000, 1000);
   assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 0);
   /* 15 cores feed one 10-core share's GPU: the other is stranded. */
   assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node_cpu_shares) == 1000);
@@ -341,9 +347,7 @@ static void test_frag_cache_keeps_two_measures(void **state) {
   assert_int_equal(vg_sched_place(&s, &cpu_only), 0); /* 1 GPU, 5 cores: no share fits */
   assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node) == 1000);
   assert_true(vg_sched_node_frag_by(&s, 0, vg_frag_node_cpu_shares) == 1000);
-  vg_sched_free(&s);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
+  free_all(&s, &c, &w);
 }
 
 /* vg_sched_gaps counts the cluster's GPUs by free share and vg_sched_place
@@ -368,9 +372,7 @@ static void test_gaps_follow_placements(void **state) {
   assert_int_equal(n[600], 1);
   assert_int_equal(n[100], 1);
   assert_int_equal(n[1000] + n[600] + n[100] + n[0], 4);
-  vg_sched_free(&s);
-  vg_cluster_free(&c);
-  vg_workload_free(&w);
+  free_all(&s, &c, &w);
 }
 
 /* The Sum-of-Squares term. A 300-milli share, CPU-only target workload (so
