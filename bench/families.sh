@@ -71,6 +71,7 @@ stats() {
     }' "$1"
 }
 
+nseeds=$((${SEEDS#*-} - ${SEEDS%-*} + 1))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "families: seeds $SEEDS, mix seed $MIX_SEED, tune 1.3; unallocated GPU % at arrived = 100 %"
@@ -80,6 +81,10 @@ for f in $FAMILIES; do
     rm -f "$tmp/fgd"
     for p in $POLICIES; do
       replay "$f" "$pt" "$p" | sort -n >"$tmp/$p"
+      got=$(grep -vc '^seconds' "$tmp/$p" || true)
+      if [ "$got" -ne "$nseeds" ]; then
+        echo "bench/families.sh: $f=$pt $p: $got of $nseeds seeds have a value at 100 % arrived; the mean is over those" >&2
+      fi
       ref=""
       if [ "$p" != fgd ] && [ -s "$tmp/fgd" ]; then ref=$tmp/fgd; fi
       printf "%-9s %5s %-8s %s\n" "$f" "$pt" "$p" "$(stats "$tmp/$p" "$ref")"
