@@ -27,6 +27,7 @@ SEEDS=${SEEDS:-42-51}
 MIX_SEED=${MIX_SEED:-1}
 POLICIES=${POLICIES:-fgd vgpu}
 FAMILIES=${FAMILIES:-multigpu gpushare gpuspec cpu}
+seed_lo=${SEEDS%-*} seed_hi=${SEEDS#*-}
 BIN=${VGPU_REPLAY:-build/bin/vgpu-replay}
 [ -x "$BIN" ] || { cmake -S . -B build >/dev/null && cmake --build build --target vgpu-replay >/dev/null; }
 
@@ -49,7 +50,7 @@ replay() {
   local common=(--nodes "$DATA/openb_node_list_gpu_node.csv" --pods "$DATA/openb_pod_list_default.csv"
     "${pools[@]}" --mix "$1=$2" --policy "$3")
   if [ "$MIX_SEED" = each ]; then
-    seq "${SEEDS%-*}" "${SEEDS#*-}" | xargs -P "$(nproc)" -I{} "$BIN" "${common[@]}" --mix-seed {} --seeds {}-{} --json
+    seq "$seed_lo" "$seed_hi" | xargs -P "$(nproc)" -I{} "$BIN" "${common[@]}" --mix-seed {} --seeds {}-{} --json
   else
     "$BIN" "${common[@]}" --mix-seed "$MIX_SEED" --seeds "$SEEDS" --json
   fi | sed -n -e 's/^seed \([0-9]*\):.* arrived: \([0-9.]*\)%$/\1 \2/p' \
@@ -71,7 +72,7 @@ stats() {
     }' "$1"
 }
 
-nseeds=$((${SEEDS#*-} - ${SEEDS%-*} + 1))
+nseeds=$((seed_hi - seed_lo + 1))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "families: seeds $SEEDS, mix seed $MIX_SEED, tune 1.3; unallocated GPU % at arrived = 100 %"

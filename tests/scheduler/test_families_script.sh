@@ -34,16 +34,24 @@ for i in $(seq 8 19); do printf 'n%d,32000,262144,2,T4\n' "$i" >>"$nodes"; done
 
 pools=()
 for t in "$tmp"/openb_pod_list_*.csv; do pools+=(--pool "$t"); done
+# vgpu-replay on the multigpu=20 point of the tiny trace, with ARGS.
+replay_mix() {
+  "$replay" --nodes "$nodes" --pods "$tmp/openb_pod_list_default.csv" "${pools[@]}" \
+    --mix multigpu=20 "$@"
+}
 # One seed's unallocated % at 100 % arrived, straight from vgpu-replay.
 direct() { # POLICY MIX_SEED SEED
-  "$replay" --nodes "$nodes" --pods "$tmp/openb_pod_list_default.csv" \
-    "${pools[@]}" --mix multigpu=20 --policy "$1" --mix-seed "$2" --seeds "$3-$3" |
+  replay_mix --policy "$1" --mix-seed "$2" --seeds "$3-$3" |
     sed -n 's/^seed [0-9]*:.* arrived: \([0-9.]*\)%$/\1/p'
 }
-# The row of POLICY in families.sh's table for MIX_SEED.
-row() { # MIX_SEED POLICY
+# families.sh's table for MIX_SEED, into $tmp/table.MIX_SEED.
+table() { # MIX_SEED
   VGPU_TRACE_DIR=$tmp VGPU_REPLAY=$replay FAMILIES=multigpu MULTIGPU_POINTS=20 SEEDS=1-4 \
-    POLICIES="fgd vgpu" MIX_SEED=$1 bash "$src/bench/families.sh" | awk -v p="$2" '$3 == p'
+    POLICIES="fgd vgpu" MIX_SEED=$1 bash "$src/bench/families.sh" >"$tmp/table.$1"
+}
+# The row of POLICY in the table made for MIX_SEED.
+row() { # MIX_SEED POLICY
+  awk -v p="$2" '$3 == p' "$tmp/table.$1"
 }
 # mean, mean difference and its standard error of the direct results.
 expect() { # MIX_SEED ("each" or a number)
@@ -56,6 +64,7 @@ expect() { # MIX_SEED ("each" or a number)
 }
 
 for mode in 3 each; do
+  table "$mode"
   fgd=$(row "$mode" fgd)
   vgpu=$(row "$mode" vgpu)
   if [ -z "$fgd" ] || [ -z "$vgpu" ]; then
@@ -69,10 +78,7 @@ done
 
 # A pod list per seed is not one list for every seed: the mix seeds write
 # different lists, and (with these pods) the two modes' tables differ.
-for m in 2 3; do
-  "$replay" --nodes "$nodes" --pods "$tmp/openb_pod_list_default.csv" "${pools[@]}" \
-    --mix multigpu=20 --mix-seed "$m" --seeds 1-1 --write-pods "$tmp/l$m.csv" >/dev/null
-done
+for m in 2 3; do replay_mix --mix-seed "$m" --seeds 1-1 --write-pods "$tmp/l$m.csv" >/dev/null; done
 ! cmp -s "$tmp/l2.csv" "$tmp/l3.csv" || fail "mix seeds 2 and 3 wrote the same pod list"
 [ "$(row 3 fgd)" != "$(row each fgd)" ] || fail "MIX_SEED=3 and MIX_SEED=each gave the same fgd row"
 
