@@ -8,24 +8,41 @@
  *   - m fits (num_gpu GPUs each with >= its per-GPU milli, and its CPU):
  *     the free share of the GPUs that are each too small for m;
  *   - otherwise (GPU or CPU lacking): all free GPU share.
- * F_n(M) = sum_m p_m F_n(m). Memory plays no part.
+ * F_n(M) = sum_m p_m F_n(m). Memory plays no part in FGD's F.
  *
- * vg_frag_node_cpu is the vgpu policy's measure F': the same, except that
- * the node's CPU also limits how many GPUs m can use. FGD's measure asks only
- * whether one copy of m fits, so a node with 8 free GPUs and CPU for one
- * 11-core pod looks unfragmented for whole-GPU pods, and FGD happily spends
- * the CPU of GPU-rich nodes; at 100 % arrived about 22 whole GPUs (0.35 % of
- * the cluster) sit on such nodes (docs/placement.md).
- *
- * vg_frag_node_cpu_shares (F'_s) caps only the share types (one GPU, < 1000
- * milli) and counts whole-GPU types as F does. On mixes with much multi-GPU
- * demand, capping the 1-GPU whole types is what made F' lose to FGD, while
- * capping the shares still gains (docs/placement.md).
+ * The vgpu policy's measures all count memory as FGD counts CPU: where the
+ * node's free memory is less than m's (its pods' mean, workload.c), m fits
+ * nowhere on the node and all its free GPU share is fragment for m. FGD never
+ * looks at memory, so it spends the memory of nodes with free GPUs on pods
+ * that need little GPU and strands the GPUs: at multigpu 50 most of the 1-GPU
+ * pods and shares that fail near 100 % arrived have GPU and CPU free on some
+ * node but no memory next to them (docs/placement.md).
+ *   vg_frag_node_mem   F_mem: F with memory.
+ *   vg_frag_node_cpu   F': F_mem, except that the node's CPU also limits how
+ *     many GPUs m can use. FGD's measure asks only whether one copy of m
+ *     fits, so a node with 8 free GPUs and CPU for one 11-core pod looks
+ *     unfragmented for whole-GPU pods, and FGD happily spends the CPU of
+ *     GPU-rich nodes; at 100 % arrived about 22 whole GPUs (0.35 % of the
+ *     cluster) sit on such nodes (docs/placement.md).
+ *   vg_frag_node_cpu_shares   F'_s: caps only the share types (one GPU,
+ *     < 1000 milli) and counts whole-GPU types as F_mem does. On mixes with
+ *     much multi-GPU demand, capping the 1-GPU whole types is what made F'
+ *     lose to FGD, while capping the shares still gains (docs/placement.md).
  */
 #include "vg_sched.h"
 
-static double frag_of_type(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
-                           const int *gpu_free, int total) {
+/* A node's free resources after the placement being scored. */
+struct node_free {
+  int64_t cpu, mem;
+  const int *gpu;
+  int total; /* sum of gpu[] */
+};
+
+static double frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                           const struct node_free *left) {
+  int64_t cpu_free = left->cpu;
+  const int *gpu_free = left->gpu;
+  int total = left->total;
   if (m->num_gpu == 0 || !vg_model_allowed(n, m) || cpu_free < m->cpu) return total;
   int fitting = 0, small = 0;
   for (int g = 0; g < n->ngpu; g++) {
@@ -41,8 +58,11 @@ static double frag_of_type(const struct vg_pod *m, const struct vg_node *n, int6
  * where k = cpu_free / m's CPU is how many copies of m the CPU admits (a
  * share counts a GPU per copy, as F does). Those are the GPUs with the most
  * free share; the rest of the free share is fragment for m. */
-static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
-                               const int *gpu_free, int total) {
+static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                               const struct node_free *left) {
+  int64_t cpu_free = left->cpu;
+  const int *gpu_free = left->gpu;
+  int total = left->total;
   if (m->num_gpu == 0 || !vg_model_allowed(n, m) || cpu_free < m->cpu) return total;
   int fit[VG_SCHED_MAX_GPUS], nfit = 0, usable = 0;
   for (int g = 0; g < n->ngpu; g++)
@@ -63,38 +83,53 @@ static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n, 
   return total - usable;
 }
 
-static double share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                                     int64_t cpu_free, const int *gpu_free, int total) {
-  return vg_pod_is_share(m) ? cpu_frag_of_type(m, n, cpu_free, gpu_free, total)
-                            : frag_of_type(m, n, cpu_free, gpu_free, total);
+/* vgpu's measures: where m's memory does not fit, m can use none of the
+ * node's GPUs. */
+static double mem_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                               const struct node_free *left) {
+  return left->mem < m->mem ? left->total : frag_of_type(m, n, left);
 }
 
-typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
-                               const int *gpu_free, int total);
+static double mem_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                                   const struct node_free *left) {
+  return left->mem < m->mem ? left->total : cpu_frag_of_type(m, n, left);
+}
+
+static double mem_share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                                         const struct node_free *left) {
+  return vg_pod_is_share(m) ? mem_cpu_frag_of_type(m, n, left) : mem_frag_of_type(m, n, left);
+}
+
+typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n,
+                               const struct node_free *left);
 
 /* sum_m p_m F_n(m) for a per-type measure. */
 static double weighted(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                       const int *gpu_free, type_frag_fn of_type) {
-  int total = 0;
-  for (int g = 0; g < n->ngpu; g++) total += gpu_free[g];
-  if (total == 0) return 0;
+                       int64_t mem_free, const int *gpu_free, type_frag_fn of_type) {
+  struct node_free left = {.cpu = cpu_free, .mem = mem_free, .gpu = gpu_free};
+  for (int g = 0; g < n->ngpu; g++) left.total += gpu_free[g];
+  if (left.total == 0) return 0;
   double f = 0;
-  for (int t = 0; t < w->n; t++)
-    f += w->types[t].weight * of_type(&w->types[t].pod, n, cpu_free, gpu_free, total);
+  for (int t = 0; t < w->n; t++) f += w->types[t].weight * of_type(&w->types[t].pod, n, &left);
   return f;
 }
 
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                    const int *gpu_free) {
-  return weighted(w, n, cpu_free, gpu_free, frag_of_type);
+                    int64_t mem_free, const int *gpu_free) {
+  return weighted(w, n, cpu_free, mem_free, gpu_free, frag_of_type);
+}
+
+double vg_frag_node_mem(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                        int64_t mem_free, const int *gpu_free) {
+  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_frag_of_type);
 }
 
 double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                        const int *gpu_free) {
-  return weighted(w, n, cpu_free, gpu_free, cpu_frag_of_type);
+                        int64_t mem_free, const int *gpu_free) {
+  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_cpu_frag_of_type);
 }
 
 double vg_frag_node_cpu_shares(const struct vg_workload *w, const struct vg_node *n,
-                               int64_t cpu_free, const int *gpu_free) {
-  return weighted(w, n, cpu_free, gpu_free, share_cpu_frag_of_type);
+                               int64_t cpu_free, int64_t mem_free, const int *gpu_free) {
+  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_share_cpu_frag_of_type);
 }

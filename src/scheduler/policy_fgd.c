@@ -28,7 +28,8 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
   if (!vg_pod_is_share(p)) {
     vg_pick_tightest(n, p, pick);
     for (int k = 0; k < pick->n; k++) tmp[pick->gpu[k]] -= p->gpu_milli;
-    double after = s->workload ? f(s->workload, n, n->cpu_free - p->cpu, tmp) : 0;
+    double after =
+        s->workload ? f(s->workload, n, n->cpu_free - p->cpu, n->mem_free - p->mem, tmp) : 0;
     return frag_score(before, after);
   }
   for (int g = 0; g < n->ngpu; g++) {
@@ -37,7 +38,8 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
     for (int h = 0; h < g && !seen; h++) seen = n->gpu_free[h] == n->gpu_free[g];
     if (seen) continue;
     tmp[g] -= p->gpu_milli;
-    double after = s->workload ? f(s->workload, n, n->cpu_free - p->cpu, tmp) : 0;
+    double after =
+        s->workload ? f(s->workload, n, n->cpu_free - p->cpu, n->mem_free - p->mem, tmp) : 0;
     double score = frag_score(before, after) + (bonus ? bonus(s, n->gpu_free[g], tmp[g]) : 0);
     tmp[g] += p->gpu_milli;
     if (score > best) {

@@ -1,6 +1,6 @@
 /*
  * policy_vgpu.c -- `vgpu`, vgpu-replay's default policy: FGD's descent on a
- * CPU-aware fragmentation measure chosen by the mix; a share's ties go to the
+ * CPU- and memory-aware fragmentation measure chosen by the mix; a share's ties go to the
  * GPU it fills most exactly and to the free-share size the cluster has fewest
  * of.
  *
@@ -10,16 +10,19 @@
  *
  * for a share that takes its GPU from `from` to `to` free milli.
  *
- * F' (vg_frag_node_cpu, frag.c) is FGD's F_n(M) except that a node's free
+ * Every measure here counts memory as FGD's F counts CPU: a task type whose
+ * memory (its pods' mean) the node cannot give fits nowhere on it, so the
+ * node's free GPUs are fragment for it. F_mem (vg_frag_node_mem, frag.c) is
+ * FGD's F with that. F' (vg_frag_node_cpu) is F_mem except that a node's free
  * CPU also caps how many of its GPUs each task type could use: FGD's F counts
  * a GPU-rich node whose CPU admits one more pod as unfragmented, so it spends
  * those nodes' CPU and strands whole GPUs behind it. F'_s
  * (vg_frag_node_cpu_shares) caps only the share types.
  *
  * Which measure, from the target workload's GPU demand:
- *   pinned to GPU models >= 10 %         F (FGD's own)
+ *   pinned to GPU models >= 10 %         F_mem
  *   else on multi-GPU pods < 10 %        F'
- *   else                                 F'_s; pods of whole GPUs on F
+ *   else                                 F'_s; pods of whole GPUs on F_mem
  * On the workload families (docs/placement.md) F' turned FGD's 7.9 % into
  * 11.0 % at gpuspec=30 and lost 0.5 at gpuspec=20 while it won 0.8 at
  * gpuspec=15: a change of F' is bounded by the node's GPU count, so F' sees
@@ -32,9 +35,10 @@
  * there. The 10 % marks sit below the shares where a measure was seen to
  * lose (16 % pinned, 15 % multi-GPU), not at the best split of the
  * development table. Under F'_s, placing pods of whole GPUs on F as well
- * took multigpu 40-60 from level with FGD (-0.022, +0.019, -0.008 on 60
- * paired seeds) to -0.045, +0.007 and -0.062, for 0.01-0.02 less gain at
- * multigpu 25-30 (no checked mechanism; docs/placement.md).
+ * took multigpu 40-60 from level with FGD to a little below it (no checked
+ * mechanism). Memory then took multigpu 50 from level with FGD to 0.13
+ * below it: there the 1-GPU pods and shares that fail near the end had GPU
+ * and CPU free on some node, but no memory beside them (docs/placement.md).
  *
  * dSS is the change in sum_g N(g)^2, N(g) = how many partly used GPUs in the
  * cluster have g milli free: the Sum-of-Squares rule of online bin packing
@@ -72,16 +76,17 @@ static double share_bonus(struct vg_sched *s, int from, int to) {
 vg_frag_fn vg_vgpu_measure(const struct vg_workload *w, const char **name) {
   const char *unused;
   if (!name) name = &unused;
-  if (!w || w->pinned_pct >= CPU_AWARE_MAX_PINNED) return *name = "FGD's F", vg_frag_node;
+  if (!w || w->pinned_pct >= CPU_AWARE_MAX_PINNED)
+    return *name = "F_mem, FGD's F with memory", vg_frag_node_mem;
   if (w->multi_pct < CAP_WHOLE_MAX_MULTI)
     return *name = "F', CPU caps every GPU type", vg_frag_node_cpu;
-  return *name = "F'_s, CPU caps the shares; whole-GPU pods on F", vg_frag_node_cpu_shares;
+  return *name = "F'_s, CPU caps the shares; whole-GPU pods on F_mem", vg_frag_node_cpu_shares;
 }
 
 vg_frag_fn vg_vgpu_measure_for(const struct vg_workload *w, const struct vg_pod *p) {
   vg_frag_fn f = vg_vgpu_measure(w, NULL);
   bool whole_gpus = p->num_gpu > 0 && !vg_pod_is_share(p);
-  return f == vg_frag_node_cpu_shares && whole_gpus ? vg_frag_node : f;
+  return f == vg_frag_node_cpu_shares && whole_gpus ? vg_frag_node_mem : f;
 }
 
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick) {

@@ -45,7 +45,7 @@ double vg_sched_node_frag_by(struct vg_sched *s, int i, vg_frag_fn f) {
   double *frag = frag_slot(s, f);
   if (isnan(frag[i])) {
     const struct vg_node *n = &s->cluster->nodes[i];
-    frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->gpu_free) : 0;
+    frag[i] = s->workload ? f(s->workload, n, n->cpu_free, n->mem_free, n->gpu_free) : 0;
   }
   return frag[i];
 }

@@ -81,7 +81,7 @@ bool vg_pick_tightest(const struct vg_node *n, const struct vg_pod *p, struct vg
 
 /* ---- target workload for FGD (workload.c) ---- */
 struct vg_task_type {
-  struct vg_pod pod; /* cpu, num_gpu, gpu_milli, models (mem unused) */
+  struct vg_pod pod; /* cpu, num_gpu, gpu_milli, models; mem: the pods' mean */
   double weight;     /* p_m, sums to 1 over the kept types */
   int count;
 };
@@ -101,23 +101,27 @@ int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npod
 void vg_workload_free(struct vg_workload *w);
 
 /* ---- fragmentation measure (frag.c) ---- */
-/* A fragmentation measure F_n(M) (milli-GPU) of node n with free CPU cpu_free
- * and free GPU shares gpu_free[0..n->ngpu). */
+/* A fragmentation measure F_n(M) (milli-GPU) of node n with free CPU
+ * cpu_free, free memory mem_free and free GPU shares gpu_free[0..n->ngpu). */
 typedef double (*vg_frag_fn)(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                             const int *gpu_free);
-/* F_n(M) in milli-GPU for a node whose free CPU is cpu_free and free GPU
- * shares are gpu_free[0..n->ngpu). */
+                             int64_t mem_free, const int *gpu_free);
+/* FGD's F_n(M); memory plays no part. */
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                    const int *gpu_free);
-/* The vgpu policy's measure F': as vg_frag_node, but the node's CPU also
- * limits how many GPUs each task type can use (cpu_free / its CPU copies,
- * each on its own GPUs; the ones with the most free share). */
+                    int64_t mem_free, const int *gpu_free);
+/* F_mem: as vg_frag_node, but a task type whose memory (its pods' mean) is
+ * more than mem_free can use none of the node's GPUs. The vgpu policy's
+ * measures below all count memory so. */
+double vg_frag_node_mem(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                        int64_t mem_free, const int *gpu_free);
+/* F': as vg_frag_node_mem, but the node's CPU also limits how many GPUs each
+ * task type can use (cpu_free / its CPU copies, each on its own GPUs; the
+ * ones with the most free share). */
 double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                        const int *gpu_free);
+                        int64_t mem_free, const int *gpu_free);
 /* F'_s: as vg_frag_node_cpu for share types (one GPU, < 1000 milli), as
- * vg_frag_node for whole-GPU types. */
+ * vg_frag_node_mem for whole-GPU types. */
 double vg_frag_node_cpu_shares(const struct vg_workload *w, const struct vg_node *n,
-                               int64_t cpu_free, const int *gpu_free);
+                               int64_t cpu_free, int64_t mem_free, const int *gpu_free);
 
 /* ---- policies (policy.c, policy_*.c) ---- */
 struct vg_sched;
@@ -140,12 +144,12 @@ double vg_score_bestfit(struct vg_sched *s, int i, const struct vg_pod *p, struc
 double vg_score_fgd(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_binpack(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 double vg_score_spread(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
-/* The measure vgpu uses for workload w (policy_vgpu.c): vg_frag_node,
+/* The measure vgpu uses for workload w (policy_vgpu.c): vg_frag_node_mem,
  * vg_frag_node_cpu or vg_frag_node_cpu_shares; *name (if not NULL) gets
  * its name for reports. */
 vg_frag_fn vg_vgpu_measure(const struct vg_workload *w, const char **name);
 /* The measure vgpu places p on: the mix's, except that under F'_s pods of
- * whole GPUs are placed on FGD's F. */
+ * whole GPUs are placed on F_mem. */
 vg_frag_fn vg_vgpu_measure_for(const struct vg_workload *w, const struct vg_pod *p);
 double vg_score_vgpu(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick);
 /* Extra score points for a share that takes its GPU from `from` to `to` free

@@ -6,7 +6,8 @@
  * (CPU, per-GPU milli, GPU count, GPU model constraint) -- memory is not part
  * of the key, a CPU request of 0 counts as 100m -- and the most frequent types
  * are kept until they cover at least coverage_pct of the pods; their shares
- * are renormalised to sum to 1.
+ * are renormalised to sum to 1. A type's memory is its pods' mean: FGD's F
+ * ignores it, the vgpu policy's measures need it to fit (frag.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +31,20 @@ static int by_count(const void *pa, const void *pb) {
 /* Adds pod p to the types list (linear search: traces have ~100 types). */
 static void count_type(struct vg_task_type *types, int *n, const struct vg_pod *p) {
   struct vg_pod key = *p;
-  key.mem = 0;
   if (key.cpu == 0) key.cpu = 100;
   for (int t = 0; t < *n; t++)
     if (same_type(&types[t].pod, &key)) {
       types[t].count++;
+      types[t].pod.mem += p->mem; /* a sum until mean_memory */
       return;
     }
   types[*n].pod = key;
   types[*n].count = 1;
   (*n)++;
+}
+
+static void mean_memory(struct vg_task_type *types, int n) {
+  for (int t = 0; t < n; t++) types[t].pod.mem /= types[t].count;
 }
 
 /* What part of the GPU demand is pinned to models, and what part spans GPUs. */
@@ -64,6 +69,7 @@ int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npod
   if (!types) return vg_err_set(err, "out of memory for %d task types", npods);
   int n = 0;
   for (int i = 0; i < npods; i++) count_type(types, &n, &pods[i]);
+  mean_memory(types, n);
   qsort(types, (size_t)n, sizeof(*types), by_count);
   int kept = 0, covered = 0;
   while (kept < n && covered * 100.0 < coverage_pct * npods) covered += types[kept++].count;

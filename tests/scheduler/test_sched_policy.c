@@ -89,9 +89,9 @@ static void test_frag_measure(void **state) {
   assert_int_equal(vg_workload_build(&w, pods, 2, 95.0, NULL), 0);
   const struct vg_node *n = &c.nodes[0];
   /* CPU-only type: all 1400 free milli; whole-GPU type fits: the 400 left over. */
-  assert_true(vg_frag_node(&w, n, n->cpu_free, n->gpu_free) == 0.5 * 1400 + 0.5 * 400);
+  assert_true(vg_frag_node(&w, n, n->cpu_free, n->mem_free, n->gpu_free) == 0.5 * 1400 + 0.5 * 400);
   /* Without CPU for the whole-GPU type, all free GPU is fragment. */
-  assert_true(vg_frag_node(&w, n, 500, n->gpu_free) == 1400);
+  assert_true(vg_frag_node(&w, n, 500, n->mem_free, n->gpu_free) == 1400);
   vg_workload_free(&w);
   vg_cluster_free(&c);
 }

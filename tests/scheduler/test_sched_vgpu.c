@@ -1,7 +1,8 @@
 /* test_sched_vgpu.c -- the `vgpu` policy against FGD on hand-built clusters:
  * its CPU-aware fragmentation measures (CPU caps how many GPUs a task type,
- * or only a share type, can use) and which the mix selects, a CPU-only pod
- * kept off the node whose CPU its free GPUs need, and the tie-breaks: where
+ * or only a share type, can use), memory that must fit as CPU must, and which
+ * measure the mix selects, a CPU-only pod kept off the node whose CPU or
+ * memory its free GPUs need, and the tie-breaks: where
  * the truncated scores tie, vgpu puts a share on the GPU it fills most exactly
  * and leaves a free share the cluster has few of (FGD: lowest GPU index, then
  * node rank); where the fragmentation change differs by a score point or
@@ -171,48 +172,124 @@ static void test_cpu_caps_the_usable_gpus(void **state) {
   vg_cluster_init(&c);
   add_node(&c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
   const struct vg_node *n = &c.nodes[0];
-  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 0);
-  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 3000);
-  assert_true(vg_frag_node_cpu(&w, n, 25000, n->gpu_free) == 2000);
-  assert_true(vg_frag_node_cpu(&w, n, 40000, n->gpu_free) == 0);
-  assert_true(vg_frag_node_cpu(&w, n, 9999, n->gpu_free) == 4000);
+  assert_true(vg_frag_node(&w, n, 10000, n->mem_free, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->mem_free, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu(&w, n, 25000, n->mem_free, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu(&w, n, 40000, n->mem_free, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 9999, n->mem_free, n->gpu_free) == 4000);
   vg_workload_free(&w);
 
   one_type(&w, pod(10000, 1024, 1, 500));
   add_node(&c, "G2", 96000, 393216, 3, 300, 700, 1000);
   n = &c.nodes[1];
-  assert_true(vg_frag_node(&w, n, 10000, n->gpu_free) == 300);
-  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 1000);
-  assert_true(vg_frag_node_cpu(&w, n, 20000, n->gpu_free) == 300);
+  assert_true(vg_frag_node(&w, n, 10000, n->mem_free, n->gpu_free) == 300);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->mem_free, n->gpu_free) == 1000);
+  assert_true(vg_frag_node_cpu(&w, n, 20000, n->mem_free, n->gpu_free) == 300);
   vg_workload_free(&w);
   vg_cluster_free(&c);
 }
 
-/* F'_s caps the share types as F' does and counts whole-GPU types as F
- * does: with CPU for one copy of a 10-core 1-GPU pod, a node with 4 free GPUs
- * is unfragmented for it under F and F'_s, 3000 under F'. */
+/* A cluster of one G2 node with 4 free GPUs, 96 cores and 384 GiB. */
+static const struct vg_node *four_free_gpus(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
+  return &c->nodes[0];
+}
+
+/* F'_s caps the share types as F' does and counts whole-GPU types as F_mem
+ * (F, where memory is plentiful) does: with CPU for one copy of a 10-core 1-GPU pod, a node with 4
+ * free GPUs is unfragmented for it under F and F'_s, 3000 under F'. */
 static void test_cpu_shares_caps_only_the_shares(void **state) {
   (void)state;
   struct vg_workload w;
   struct vg_cluster c;
-  vg_cluster_init(&c);
-  add_node(&c, "G2", 96000, 393216, 4, 1000, 1000, 1000, 1000);
-  const struct vg_node *n = &c.nodes[0];
+  const struct vg_node *n = four_free_gpus(&c);
   one_type(&w, pod(10000, 1024, 1, 1000));
-  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 3000);
-  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 0);
-  assert_true(vg_frag_node_cpu_shares(&w, n, 9999, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->mem_free, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->mem_free, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 9999, n->mem_free, n->gpu_free) == 4000);
   vg_workload_free(&w);
   one_type(&w, pod(10000, 1024, 2, 1000));
-  assert_true(vg_frag_node_cpu(&w, n, 10000, n->gpu_free) == 2000);
-  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, n->mem_free, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->mem_free, n->gpu_free) == 0);
   vg_workload_free(&w);
   one_type(&w, pod(10000, 1024, 1, 500));
-  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->gpu_free) == 3000);
-  assert_true(vg_frag_node_cpu_shares(&w, n, 25000, n->gpu_free) == 2000);
-  assert_true(vg_frag_node_cpu(&w, n, 25000, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, n->mem_free, n->gpu_free) == 3000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 25000, n->mem_free, n->gpu_free) == 2000);
+  assert_true(vg_frag_node_cpu(&w, n, 25000, n->mem_free, n->gpu_free) == 2000);
   vg_workload_free(&w);
   vg_cluster_free(&c);
+}
+
+/* Memory: one task type, 1 whole GPU, 10 cores and 64 GiB. On a node with 4
+ * free GPUs and 32 GiB free, FGD's F sees a fitting type (0); every vgpu
+ * measure sees none of the GPUs usable (4000). With 64 GiB free, F_mem and
+ * F'_s are 0 and F' keeps its CPU cap (CPU for one copy: 3000). A 500-milli
+ * share type of 64 GiB is counted so by F' and F'_s too. */
+static void test_memory_fits_as_cpu_does(void **state) {
+  (void)state;
+  struct vg_workload w;
+  struct vg_cluster c;
+  const struct vg_node *n = four_free_gpus(&c);
+  const int64_t gib = 1024;
+  one_type(&w, pod(10000, 64 * gib, 1, 1000));
+  assert_true(vg_frag_node(&w, n, 10000, 32 * gib, n->gpu_free) == 0);
+  assert_true(vg_frag_node_mem(&w, n, 10000, 32 * gib, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, 32 * gib, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, 32 * gib, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_mem(&w, n, 10000, 64 * gib, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 10000, 64 * gib, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 10000, 64 * gib, n->gpu_free) == 3000);
+  vg_workload_free(&w);
+  one_type(&w, pod(10000, 64 * gib, 1, 500));
+  assert_true(vg_frag_node(&w, n, 40000, 32 * gib, n->gpu_free) == 0);
+  assert_true(vg_frag_node_cpu(&w, n, 40000, 32 * gib, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 40000, 32 * gib, n->gpu_free) == 4000);
+  assert_true(vg_frag_node_cpu_shares(&w, n, 40000, 64 * gib, n->gpu_free) == 0);
+  vg_workload_free(&w);
+  vg_cluster_free(&c);
+}
+
+/* A task type's memory is the mean of its pods' (memory is not part of the
+ * type's key): 1 and 3 GiB pods of the same shape make one type of 2 GiB. */
+static void test_task_type_memory_is_the_mean(void **state) {
+  (void)state;
+  struct vg_pod pods[] = {pod(10000, 1024, 1, 1000), pod(10000, 3072, 1, 1000),
+                          pod(4000, 512, 1, 500)};
+  struct vg_workload w;
+  assert_int_equal(vg_workload_build(&w, pods, 3, 100.0, NULL), 0);
+  assert_int_equal(w.n, 2);
+  assert_int_equal(w.types[0].count, 2);
+  assert_int_equal(w.types[0].pod.mem, 2048);
+  assert_int_equal(w.types[1].pod.mem, 512);
+  vg_workload_free(&w);
+}
+
+/* The target workload is 1-GPU pods of 48 GiB. Node 0 (rank 0) and node 1
+ * both have 2 free GPUs; node 0 has 64 GiB of memory, node 1 256 GiB. A
+ * CPU-only pod of 32 GiB changes FGD's F on neither node, so rank 0 wins and
+ * node 0's GPUs are left without the memory their pods need. vgpu's measure
+ * counts those GPUs as stranded, so the pod goes to node 1. */
+static void cluster_mem(struct vg_cluster *c) {
+  vg_cluster_init(c);
+  add_node(c, "G2", 96000, 64 * 1024, 2, 1000, 1000);
+  add_node(c, "G2", 96000, 256 * 1024, 2, 1000, 1000);
+  c->nodes[0].rank = 0;
+  c->nodes[1].rank = 1;
+}
+
+static void test_cpu_only_pod_spares_the_memory_of_free_gpus(void **state) {
+  (void)state;
+  struct vg_workload w;
+  one_type(&w, pod(10000, 48 * 1024, 1, 1000));
+  struct vg_pod p = pod(1000, 32 * 1024, 0, 0);
+  struct vg_cluster c;
+
+  fgd_then_vgpu(cluster_mem, &w, &p, 0, 1, &c);
+  assert_int_equal(c.nodes[1].mem_free, 224 * 1024);
+  assert_int_equal(c.nodes[0].mem_free, 64 * 1024);
+  vg_cluster_free(&c);
+  vg_workload_free(&w);
 }
 
 /* The target workload is 500-milli shares with 10 cores. Node 0 (rank 0) has
@@ -293,15 +370,16 @@ static void test_measure_follows_the_mix(void **state) {
   two_types(&w, pinned, 1, 19); /* 9.5 % pinned */
   check_measure(&w, vg_frag_node_cpu, 1);
   two_types(&w, pinned, 1, 18); /* 10 % pinned */
-  check_measure(&w, vg_frag_node, 0);
+  check_measure(&w, vg_frag_node_mem, 0);
   two_types(&w, two, 1, 38); /* 9.5 % on two GPUs */
   check_measure(&w, vg_frag_node_cpu, 1);
   two_types(&w, two, 1, 36); /* 10 % on two GPUs */
   check_measure(&w, vg_frag_node_cpu_shares, 1);
-  assert_true(vg_vgpu_measure(NULL, NULL) == vg_frag_node);
+  assert_true(vg_vgpu_measure(NULL, NULL) == vg_frag_node_mem);
 }
 
-/* Under F'_s a pod of whole GPUs is placed on FGD's F. The mix is 36
+/* Under F'_s a pod of whole GPUs is placed on F_mem (FGD's F where memory
+ * is plentiful, as here). The mix is 36
  * half-GPU shares of 10 cores and one 2-GPU pod (10 % multi-GPU, F'_s); the
  * node has 2 free GPUs and 15 cores. A 1-GPU pod of 5 cores leaves 1 GPU and
  * 10 cores: F stays 0 (the CPU admits a share before and after), while F'_s
@@ -320,7 +398,7 @@ static void test_whole_gpu_pods_use_f_under_cpu_shares(void **state) {
   double on_fs = vg_fgd_score_by(&s, 0, &whole, &d, vg_frag_node_cpu_shares, NULL);
   assert_true(on_fs != fgd); /* the measures disagree here */
   assert_true(vgpu == fgd);
-  assert_true(vg_vgpu_measure_for(&w, &whole) == vg_frag_node);
+  assert_true(vg_vgpu_measure_for(&w, &whole) == vg_frag_node_mem);
   assert_true(vg_vgpu_measure_for(&w, &share) == vg_frag_node_cpu_shares);
   struct vg_pod cpu_only = pod(5000, 1024, 0, 0);
   assert_true(vg_vgpu_measure_for(&w, &cpu_only) == vg_frag_node_cpu_shares);
@@ -412,6 +490,9 @@ int main(void) {
       cmocka_unit_test(test_cpu_caps_the_usable_gpus),
       cmocka_unit_test(test_cpu_shares_caps_only_the_shares),
       cmocka_unit_test(test_cpu_only_pod_spares_the_cpu_of_free_gpus),
+      cmocka_unit_test(test_memory_fits_as_cpu_does),
+      cmocka_unit_test(test_task_type_memory_is_the_mean),
+      cmocka_unit_test(test_cpu_only_pod_spares_the_memory_of_free_gpus),
       cmocka_unit_test(test_workload_mix_shares),
       cmocka_unit_test(test_measure_follows_the_mix),
       cmocka_unit_test(test_whole_gpu_pods_use_f_under_cpu_shares),
