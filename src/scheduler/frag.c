@@ -31,18 +31,8 @@
  */
 #include "vg_sched.h"
 
-/* A node's free resources after the placement being scored. */
-struct node_free {
-  int64_t cpu, mem;
-  const int *gpu;
-  int total; /* sum of gpu[] */
-};
-
-static double frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                           const struct node_free *left) {
-  int64_t cpu_free = left->cpu;
-  const int *gpu_free = left->gpu;
-  int total = left->total;
+static double frag_of_type(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
+                           const int *gpu_free, int total) {
   if (m->num_gpu == 0 || !vg_model_allowed(n, m) || cpu_free < m->cpu) return total;
   int fitting = 0, small = 0;
   for (int g = 0; g < n->ngpu; g++) {
@@ -58,11 +48,8 @@ static double frag_of_type(const struct vg_pod *m, const struct vg_node *n,
  * where k = cpu_free / m's CPU is how many copies of m the CPU admits (a
  * share counts a GPU per copy, as F does). Those are the GPUs with the most
  * free share; the rest of the free share is fragment for m. */
-static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                               const struct node_free *left) {
-  int64_t cpu_free = left->cpu;
-  const int *gpu_free = left->gpu;
-  int total = left->total;
+static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
+                               const int *gpu_free, int total) {
   if (m->num_gpu == 0 || !vg_model_allowed(n, m) || cpu_free < m->cpu) return total;
   int fit[VG_SCHED_MAX_GPUS], nfit = 0, usable = 0;
   for (int g = 0; g < n->ngpu; g++)
@@ -83,53 +70,49 @@ static double cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
   return total - usable;
 }
 
-/* vgpu's measures: where m's memory does not fit, m can use none of the
- * node's GPUs. */
-static double mem_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                               const struct node_free *left) {
-  return left->mem < m->mem ? left->total : frag_of_type(m, n, left);
+static double share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
+                                     int64_t cpu_free, const int *gpu_free, int total) {
+  return vg_pod_is_share(m) ? cpu_frag_of_type(m, n, cpu_free, gpu_free, total)
+                            : frag_of_type(m, n, cpu_free, gpu_free, total);
 }
 
-static double mem_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                                   const struct node_free *left) {
-  return left->mem < m->mem ? left->total : cpu_frag_of_type(m, n, left);
-}
+typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
+                               const int *gpu_free, int total);
 
-static double mem_share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_node *n,
-                                         const struct node_free *left) {
-  return vg_pod_is_share(m) ? mem_cpu_frag_of_type(m, n, left) : mem_frag_of_type(m, n, left);
-}
-
-typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n,
-                               const struct node_free *left);
-
-/* sum_m p_m F_n(m) for a per-type measure. */
+/* sum_m p_m F_n(m) for a per-type measure. With memory_counts (the vgpu
+ * measures), a type whose memory exceeds mem_free can use none of the node's
+ * GPUs, whatever the per-type measure says. */
 static double weighted(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                       int64_t mem_free, const int *gpu_free, type_frag_fn of_type) {
-  struct node_free left = {.cpu = cpu_free, .mem = mem_free, .gpu = gpu_free};
-  for (int g = 0; g < n->ngpu; g++) left.total += gpu_free[g];
-  if (left.total == 0) return 0;
+                       int64_t mem_free, const int *gpu_free, type_frag_fn of_type,
+                       bool memory_counts) {
+  int total = 0;
+  for (int g = 0; g < n->ngpu; g++) total += gpu_free[g];
+  if (total == 0) return 0;
   double f = 0;
-  for (int t = 0; t < w->n; t++) f += w->types[t].weight * of_type(&w->types[t].pod, n, &left);
+  for (int t = 0; t < w->n; t++) {
+    const struct vg_pod *m = &w->types[t].pod;
+    bool memory_short = memory_counts && mem_free < m->mem;
+    f += w->types[t].weight * (memory_short ? total : of_type(m, n, cpu_free, gpu_free, total));
+  }
   return f;
 }
 
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                     int64_t mem_free, const int *gpu_free) {
-  return weighted(w, n, cpu_free, mem_free, gpu_free, frag_of_type);
+  return weighted(w, n, cpu_free, mem_free, gpu_free, frag_of_type, false);
 }
 
 double vg_frag_node_mem(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                         int64_t mem_free, const int *gpu_free) {
-  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_frag_of_type);
+  return weighted(w, n, cpu_free, mem_free, gpu_free, frag_of_type, true);
 }
 
 double vg_frag_node_cpu(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
                         int64_t mem_free, const int *gpu_free) {
-  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_cpu_frag_of_type);
+  return weighted(w, n, cpu_free, mem_free, gpu_free, cpu_frag_of_type, true);
 }
 
 double vg_frag_node_cpu_shares(const struct vg_workload *w, const struct vg_node *n,
                                int64_t cpu_free, int64_t mem_free, const int *gpu_free) {
-  return weighted(w, n, cpu_free, mem_free, gpu_free, mem_share_cpu_frag_of_type);
+  return weighted(w, n, cpu_free, mem_free, gpu_free, share_cpu_frag_of_type, true);
 }

@@ -19,6 +19,12 @@ static double frag_score(double before, double after) {
   return (double)(int64_t)(100.0 / (1.0 + exp(-x)));
 }
 
+/* Measure f of node n once p has taken the GPU shares left in gpu_free. */
+static double frag_after(struct vg_sched *s, vg_frag_fn f, const struct vg_node *n,
+                         const struct vg_pod *p, const int *gpu_free) {
+  return s->workload ? f(s->workload, n, n->cpu_free - p->cpu, n->mem_free - p->mem, gpu_free) : 0;
+}
+
 double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct vg_pick *pick,
                        vg_frag_fn f, vg_share_bonus_fn bonus) {
   const struct vg_node *n = &s->cluster->nodes[i];
@@ -28,9 +34,7 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
   if (!vg_pod_is_share(p)) {
     vg_pick_tightest(n, p, pick);
     for (int k = 0; k < pick->n; k++) tmp[pick->gpu[k]] -= p->gpu_milli;
-    double after =
-        s->workload ? f(s->workload, n, n->cpu_free - p->cpu, n->mem_free - p->mem, tmp) : 0;
-    return frag_score(before, after);
+    return frag_score(before, frag_after(s, f, n, p, tmp));
   }
   for (int g = 0; g < n->ngpu; g++) {
     if (n->gpu_free[g] < p->gpu_milli) continue;
@@ -38,9 +42,8 @@ double vg_fgd_score_by(struct vg_sched *s, int i, const struct vg_pod *p, struct
     for (int h = 0; h < g && !seen; h++) seen = n->gpu_free[h] == n->gpu_free[g];
     if (seen) continue;
     tmp[g] -= p->gpu_milli;
-    double after =
-        s->workload ? f(s->workload, n, n->cpu_free - p->cpu, n->mem_free - p->mem, tmp) : 0;
-    double score = frag_score(before, after) + (bonus ? bonus(s, n->gpu_free[g], tmp[g]) : 0);
+    double score = frag_score(before, frag_after(s, f, n, p, tmp)) +
+                   (bonus ? bonus(s, n->gpu_free[g], tmp[g]) : 0);
     tmp[g] += p->gpu_milli;
     if (score > best) {
       best = score;

@@ -1,8 +1,8 @@
 /*
  * policy_vgpu.c -- `vgpu`, vgpu-replay's default policy: FGD's descent on a
- * CPU- and memory-aware fragmentation measure chosen by the mix; a share's ties go to the
- * GPU it fills most exactly and to the free-share size the cluster has fewest
- * of.
+ * CPU- and memory-aware fragmentation measure chosen by the mix; a share's
+ * ties go to the GPU it fills most exactly and to the free-share size the
+ * cluster has fewest of.
  *
  *   score = int(100 * sigmoid((F'_before - F'_after) / 1000))
  *         + W_FIT * (1 - to / 1000)                          shares only
