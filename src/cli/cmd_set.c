@@ -117,7 +117,11 @@ static int apply(struct vg_shm *shm, const struct set_opts *o, uint64_t bytes, u
       failed = 1;
       continue;
     }
-    if (o->cores != NULL) vg_region_set_sm_limit(shm, (int)d, p);
+    if (o->cores != NULL && vg_region_set_sm_limit(shm, (int)d, p, &err) != 0) {
+      fprintf(stderr, "vgpu set: %s\n", err.msg);
+      failed = 1;
+      continue;
+    }
     confirm(r, d, o, b, p);
   }
   return failed;

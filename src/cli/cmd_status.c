@@ -212,12 +212,13 @@ int vg_cmd_status(int argc, char **argv) {
   }
   vg_shm_close(&shm);
   if (vg_region_open(&shm, path, &err) == 0) {
+    shm.lock_wait_ms = 1000; /* the cleanup is a nicety: show the region rather than wait */
     if (vg_region_lock(&shm) == 0) {
       vg_region_reap_locked(&shm);
       vg_region_unlock(&shm);
     } else {
-      fprintf(stderr, "vgpu status: the lock of %s is unusable; showing it without cleanup\n",
-              path);
+      fprintf(stderr, "vgpu status: %s: %s; showing it without cleanup\n", path,
+              vg_shm_lock_strerror(shm.last_lock));
     }
   } else if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) {
     fprintf(stderr, "vgpu status: %s\n", err.msg);

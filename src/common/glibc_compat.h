@@ -59,6 +59,7 @@ VG_GLIBC_PIN(pthread_mutexattr_destroy, VG_GLIBC_BASE);
 VG_GLIBC_PIN(pthread_mutexattr_setpshared, VG_GLIBC_BASE);
 VG_GLIBC_PIN(pthread_mutexattr_setrobust, VG_GLIBC_ROBUST);
 VG_GLIBC_PIN(pthread_mutex_consistent, VG_GLIBC_ROBUST);
+VG_GLIBC_PIN(pthread_mutex_timedlock, VG_GLIBC_BASE);
 VG_GLIBC_PIN(__fxstat, VG_GLIBC_BASE);
 VG_GLIBC_PIN(__xstat, VG_GLIBC_BASE);
 

@@ -33,6 +33,20 @@ int vg_region_open(struct vg_shm *shm, const char *path, struct vg_err *err) {
   return vg_shm_open(shm, path, &vg_region_spec, err);
 }
 
+int vg_region_open_slot(struct vg_shm *shm, const char *slot_dir, bool readonly,
+                        struct vg_err *err) {
+  if (vg_shm_open_at(shm, slot_dir, VG_REGION_FILE, &vg_region_spec, readonly, err) != 0) return -1;
+  shm->lock_wait_ms = VG_REGION_AGENT_LOCK_WAIT_MS;
+  return 0;
+}
+
+int vg_region_create_slot(struct vg_shm *shm, const char *slot_dir, struct vg_err *err) {
+  if (vg_shm_create_at(shm, slot_dir, VG_REGION_FILE, &vg_region_spec, VG_REGION_MODE, err) != 0)
+    return -1;
+  shm->lock_wait_ms = VG_REGION_AGENT_LOCK_WAIT_MS;
+  return 0;
+}
+
 static void add_used(uint64_t *counter, int64_t delta) {
   __atomic_store_n(counter, *counter + (uint64_t)delta, __ATOMIC_RELAXED);
 }
@@ -77,7 +91,9 @@ static void repair(void *arg) {
 }
 
 int vg_region_lock(struct vg_shm *shm) {
-  return vg_shared_mutex_lock(&vg_region_of(shm)->lock.mutex, repair, shm);
+  shm->last_lock =
+      vg_shared_mutex_lock(&vg_region_of(shm)->lock.mutex, shm->lock_wait_ms, repair, shm);
+  return shm->last_lock;
 }
 
 void vg_region_unlock(struct vg_shm *shm) {
@@ -176,7 +192,7 @@ int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct 
   struct vg_region *r = vg_region_of(shm);
   int rc = 0;
   if (vg_region_lock(shm) != 0)
-    return vg_err_set(err, "the lock of region file %s is unusable; recreate the file", shm->path);
+    return vg_err_set(err, "region file %s: %s", shm->path, vg_shm_lock_strerror(shm->last_lock));
   uint64_t used = r->dev[dev].mem_used;
   if (limit != 0 && limit < used) {
     char a[32], b[32];
@@ -191,14 +207,16 @@ int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct 
   return rc;
 }
 
-void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent) {
+int vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent, struct vg_err *err) {
   struct vg_region *r = vg_region_of(shm);
-  if (vg_region_lock(shm) != 0) return;
+  if (vg_region_lock(shm) != 0)
+    return vg_err_set(err, "region file %s: %s", shm->path, vg_shm_lock_strerror(shm->last_lock));
   if (r->dev[dev].sm_limit != percent) {
     __atomic_store_n(&r->dev[dev].sm_limit, percent, __ATOMIC_RELAXED);
     __atomic_add_fetch(&r->generation, 1, __ATOMIC_RELEASE);
   }
   vg_region_unlock(shm);
+  return 0;
 }
 
 void vg_region_set_pending(struct vg_shm *shm, bool pending) {

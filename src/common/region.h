@@ -109,12 +109,28 @@ extern const struct vg_shm_spec vg_region_spec;
 /* Opens the region at path (or VG_DEFAULT_REGION_PATH when NULL/empty). */
 int vg_region_open(struct vg_shm *shm, const char *path, struct vg_err *err);
 
+/* The node agent's side (docs/security.md). A container's region is
+ * <slot>/region.cache, and the slot directory is mounted read-write in the
+ * container, so anything in it may be forged. The agent opens the region
+ * there without following links or creating it (vg_shm_open_at) and waits
+ * at most VG_REGION_AGENT_LOCK_WAIT_MS for its lock; at Allocate it makes
+ * a fresh one and renames it over whatever was there (vg_shm_create_at).
+ * The mode lets a container's processes of any user charge memory. */
+#define VG_REGION_FILE "region.cache"
+#define VG_REGION_MODE 0666u
+#define VG_REGION_AGENT_LOCK_WAIT_MS 200u
+int vg_region_open_slot(struct vg_shm *shm, const char *slot_dir, bool readonly,
+                        struct vg_err *err);
+int vg_region_create_slot(struct vg_shm *shm, const char *slot_dir, struct vg_err *err);
+
 static inline struct vg_region *vg_region_of(const struct vg_shm *shm) {
   return (struct vg_region *)shm->base;
 }
 
 /* Lock/unlock the region mutex; a dead holder is repaired transparently.
- * Returns -1 if the mutex is unusable (a corrupt file): callers fail closed. */
+ * Returns VG_SHM_LOCKED (0), or VG_SHM_LOCK_TIMEDOUT when it was held past
+ * shm->lock_wait_ms, or VG_SHM_LOCK_UNUSABLE (a corrupt file): callers fail
+ * closed. The result is kept in shm->last_lock for messages. */
 int vg_region_lock(struct vg_shm *shm);
 void vg_region_unlock(struct vg_shm *shm);
 
@@ -144,7 +160,7 @@ void vg_region_charge(struct vg_shm *shm, int slot, int dev, uint64_t bytes);
 /* Sets a device's memory limit. Refuses (returns -1 with err) a limit below
  * what is already in use, so that nothing allocated is lost. */
 int vg_region_set_mem_limit(struct vg_shm *shm, int dev, uint64_t limit, struct vg_err *err);
-void vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent);
+int vg_region_set_sm_limit(struct vg_shm *shm, int dev, unsigned percent, struct vg_err *err);
 
 /* Marks the limits pending (the agent, at Allocate) or ready (once written);
  * either way the region becomes the agent's: VG_REGION_ASSIGNED. */

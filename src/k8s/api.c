@@ -141,6 +141,18 @@ int vg_k8s_pod_event(struct vg_k8s_client *c, json_object *pod, const char *type
   return rc;
 }
 
+int vg_k8s_pod_event_named(struct vg_k8s_client *c, const char *ns, const char *name,
+                           const char *type, const char *reason, const char *message,
+                           const char *component, struct vg_err *err) {
+  json_object *pod = json_object_new_object(), *meta = json_object_new_object();
+  json_object_object_add(meta, "namespace", json_object_new_string(ns));
+  json_object_object_add(meta, "name", json_object_new_string(name));
+  json_object_object_add(pod, "metadata", meta);
+  int rc = vg_k8s_pod_event(c, pod, type, reason, message, component, err);
+  json_object_put(pod);
+  return rc;
+}
+
 static const char *object_rv(json_object *obj) {
   json_object *meta, *rv;
   if (json_object_object_get_ex(obj, "metadata", &meta) &&

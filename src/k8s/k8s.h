@@ -154,6 +154,11 @@ int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const cha
 int vg_k8s_pod_event(struct vg_k8s_client *c, json_object *pod, const char *type,
                      const char *reason, const char *message, const char *component,
                      struct vg_err *err);
+/* The same for a pod known by namespace and name alone (no uid: the Event
+ * is then matched to the pod by name). */
+int vg_k8s_pod_event_named(struct vg_k8s_client *c, const char *ns, const char *name,
+                           const char *type, const char *reason, const char *message,
+                           const char *component, struct vg_err *err);
 
 /* POST pods/<name>/eviction (policy/v1): the pod is deleted gracefully
  * unless a PodDisruptionBudget forbids it now (429, VG_K8S_EFAIL with the

@@ -73,9 +73,20 @@ static void use_granted_region(void) {
   snprintf(vg_state.cfg.region_path, sizeof(vg_state.cfg.region_path), "%s", path);
 }
 
+/* Under a grant the region is the only budget the container's processes
+ * share: one that cannot be opened (held, forged, replaced by the tenant)
+ * must not become a private budget per process, each as large as the
+ * grant. Elsewhere (vgpu run, a plain preload) a private budget still
+ * limits the process. */
 static void open_region(void) {
   struct vg_err err;
   if (vg_region_open(&vg_state.shm, vg_state.cfg.region_path, &err) == 0) return;
+  if (vg_state.granted) {
+    vg_state.config_ok = false;
+    snprintf(vg_state.config_error, sizeof(vg_state.config_error), "%s", err.msg);
+    vg_error("%s; refusing GPU work rather than giving each process the whole grant", err.msg);
+    return;
+  }
   vg_error("%s; limits are enforced for this process alone", err.msg);
   if (vg_shm_open_private(&vg_state.shm, &vg_region_spec, &err) != 0) vg_error("%s", err.msg);
 }
@@ -262,7 +273,7 @@ static bool outside_assignment(const char *uuid) {
 static int register_device(const char *uuid, uint64_t total, int ordinal) {
   if (outside_assignment(uuid)) return VG_STATE_NOT_ASSIGNED;
   if (vg_region_lock(&vg_state.shm) != 0) {
-    vg_error("the lock of region file %s is unusable; recreate the file", vg_state.shm.path);
+    vg_error("region file %s: %s", vg_state.shm.path, vg_shm_lock_strerror(vg_state.shm.last_lock));
     return -1;
   }
   vg_region_reap_locked(&vg_state.shm);

@@ -102,13 +102,12 @@ static int usage_index(const struct vg_gpu_usage *u, unsigned n, const char *uui
 /* Adds a listed container's region (if it has one) to the GPUs' readings. */
 static void add_region(const struct vg_audit *a, struct listed *c, const struct vg_gpu_usage *u,
                        unsigned nu, struct vg_audit_reading *r) {
-  char dir[sizeof(a->slots_dir) + 20], path[sizeof(dir) + 16];
+  char dir[sizeof(a->slots_dir) + 20];
   snprintf(dir, sizeof(dir), "%s/%s", a->slots_dir, c->slot);
-  snprintf(path, sizeof(path), "%s/region.cache", dir);
   struct stat st;
   struct vg_shm shm;
   struct vg_err err;
-  if (stat(dir, &st) != 0 || vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) return;
+  if (stat(dir, &st) != 0 || vg_region_open_slot(&shm, dir, true, &err) != 0) return;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   c->age_s =

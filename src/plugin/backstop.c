@@ -162,15 +162,10 @@ static void report(struct vg_backstop *b, const struct use *u, const struct vg_b
            b->policy == VG_BACKSTOP_EVICT ? "; evicting the pod (backstop policy evict)" : "");
   vg_warn("backstop: pod %s/%s %s", c->ns, c->pod, msg);
   if (b->k8s == NULL) return;
-  json_object *pod = json_object_new_object(), *meta = json_object_new_object();
-  json_object_object_add(meta, "namespace", json_object_new_string(c->ns));
-  json_object_object_add(meta, "name", json_object_new_string(c->pod));
-  json_object_object_add(pod, "metadata", meta);
   struct vg_err err = {""};
-  if (vg_k8s_pod_event(b->k8s, pod, "Warning", "GPUMemoryOverGrant", msg, "vgpu-device-plugin",
-                       &err) != 0)
+  if (vg_k8s_pod_event_named(b->k8s, c->ns, c->pod, "Warning", "GPUMemoryOverGrant", msg,
+                             "vgpu-device-plugin", &err) != 0)
     vg_warn("backstop: cannot record the event on %s/%s: %s", c->ns, c->pod, err.msg);
-  json_object_put(pod);
   if (b->policy != VG_BACKSTOP_EVICT) return;
   if (vg_k8s_evict_pod(b->k8s, c->ns, c->pod, &err) != 0) {
     vg_warn("backstop: cannot evict %s/%s: %s", c->ns, c->pod, err.msg);

@@ -18,6 +18,7 @@
 
 #include "assignment.h"
 #include "device_id.h"
+#include "distrust.h"
 #include "grant.h"
 #include "k8s.h"
 #include "log.h"
@@ -54,7 +55,8 @@ struct vg_binder {
   struct vg_binder_stats stats;
 
   /* Binder thread only (or the vg_binder_run_once caller). */
-  struct vg_once logged; /* "what|ns/pod/container/resource" said once */
+  struct vg_once logged;         /* "what|ns/pod/container/resource" said once */
+  struct vg_distrust distrusted; /* regions whose lock a container held or forged */
   char last_logged_error[VG_ERR_MAX];
   uint64_t pass_unbindable;
   uint64_t pass_bound;
@@ -328,7 +330,7 @@ static void write_limits(struct vg_binder *b, struct vg_shm *shm, const char *ke
   const struct vg_region *r = vg_region_of(shm);
   for (int g = 0; g < ng; g++) {
     if (vg_region_lock(shm) != 0) {
-      leave_pending(b, key, "lock", "the lock of %s is unusable", shm->path);
+      leave_pending(b, key, "lock", "%s: %s", shm->path, vg_shm_lock_strerror(shm->last_lock));
       return;
     }
     int dev = vg_region_device_locked(shm, gl[g].uuid, gpu_memory(b, gl[g].uuid, r));
@@ -342,7 +344,10 @@ static void write_limits(struct vg_binder *b, struct vg_shm *shm, const char *ke
       leave_pending(b, key, "set-limit", "%s", e.msg);
       return;
     }
-    vg_region_set_sm_limit(shm, dev, gl[g].percent);
+    if (vg_region_set_sm_limit(shm, dev, gl[g].percent, &e) != 0) {
+      leave_pending(b, key, "set-limit", "%s", e.msg);
+      return;
+    }
   }
   if (write_grant(b, shm, key, gl, ng) != 0) return;
   vg_region_set_pending(shm, false);
@@ -407,6 +412,54 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
   if (has > 0) vg_assign_free(&asg);
 }
 
+/* A region the container made unusable for the agent: said once in the
+ * log and as a Warning Event on the pod, and counted. Its container stays
+ * held to its grant; its pending limits and resizes wait on it no more. */
+static void report_untrusted(struct vg_binder *b, const struct vg_pod_devices *d, const char *slot,
+                             const char *why) {
+  char key[1200];
+  snprintf(key, sizeof(key), "%s/%s/%s", d->ns, d->pod, slot);
+  if (!first_time(b, "untrusted", key)) return;
+  pthread_mutex_lock(&b->lock);
+  b->stats.untrusted++;
+  pthread_mutex_unlock(&b->lock);
+  char msg[VG_ERR_MAX + 300];
+  snprintf(msg, sizeof(msg),
+           "container %s: %s; the node agent no longer waits on this region (the container stays "
+           "held to its grant; pending limits and resizes of it are refused)",
+           d->container, why);
+  blog("pod %s/%s: %s", d->ns, d->pod, msg);
+  if (b->k8s == NULL) return;
+  struct vg_err err = {""};
+  if (vg_k8s_pod_event_named(b->k8s, d->ns, d->pod, "Warning", "RegionUntrusted", msg,
+                             "vgpu-device-plugin", &err) != 0)
+    blog("pod %s/%s: the RegionUntrusted Event could not be recorded: %s", d->ns, d->pod, err.msg);
+}
+
+/* Binds and resizes one container through its region, waiting at most
+ * VG_REGION_AGENT_LOCK_WAIT_MS for the lock, and not at all once the
+ * region has been found held or forged (distrust.h). */
+static void use_region(struct pass *p, const struct vg_pod_devices *d, enum vg_dialect dialect,
+                       struct vg_shm *shm, const char *slot) {
+  struct vg_binder *b = p->b;
+  if (vg_distrust_has(&b->distrusted, shm->fd)) shm->lock_wait_ms = 0;
+  if (dialect != VG_DIALECT_COUNT && vg_region_pending(vg_region_of(shm))) {
+    char key[1200];
+    snprintf(key, sizeof(key), "%s/%s/%s/%s", d->ns, d->pod, d->container, d->resource);
+    bind_container(b, d, dialect, shm, key);
+  }
+  int failed = shm->last_lock;
+  if (failed == VG_SHM_LOCKED) {
+    vg_resizer_container(p->resizer, d, shm, slot);
+    failed = shm->last_lock;
+  }
+  if (failed == VG_SHM_LOCKED) return;
+  vg_distrust_add(&b->distrusted, shm->fd);
+  char why[VG_ERR_MAX];
+  snprintf(why, sizeof(why), "region file %.300s: %s", shm->path, vg_shm_lock_strerror(failed));
+  report_untrusted(b, d, slot, why);
+}
+
 static int on_devices(const struct vg_pod_devices *d, void *arg) {
   struct pass *p = arg;
   struct vg_binder *b = p->b;
@@ -420,23 +473,19 @@ static int on_devices(const struct vg_pod_devices *d, void *arg) {
   char hash[17], slot[VG_CONFIG_PATH_MAX + 32], path[VG_CONFIG_PATH_MAX + 64];
   if (vg_slot_name((const char *const *)d->ids, d->n_ids, hash) != 0) return 0; /* no IDs */
   snprintf(slot, sizeof(slot), "%s/slots/%s", b->state_dir, hash);
-  snprintf(path, sizeof(path), "%s/region.cache", slot);
+  snprintf(path, sizeof(path), "%s/%s", slot, VG_REGION_FILE);
   struct stat st;
-  if (stat(path, &st) != 0) return 0; /* not allocated by this plugin (yet) */
+  if (lstat(path, &st) != 0) return 0; /* not allocated by this plugin (yet) */
   struct vg_shm shm;
   struct vg_err err = {""};
-  if (vg_region_open(&shm, path, &err) != 0) {
-    char key[1200];
-    snprintf(key, sizeof(key), "%s", path);
-    if (dialect != VG_DIALECT_COUNT) leave_pending(b, key, "open", "%s", err.msg);
+  if (vg_region_open_slot(&shm, slot, false, &err) != 0) {
+    /* Allocate made a plain file there: whatever it is now, the container
+     * put it there. */
+    report_untrusted(b, d, slot, err.msg);
+    if (dialect != VG_DIALECT_COUNT) leave_pending(b, path, "open", "%s", err.msg);
     return 0;
   }
-  if (dialect != VG_DIALECT_COUNT && vg_region_pending(vg_region_of(&shm))) {
-    char key[1200];
-    snprintf(key, sizeof(key), "%s/%s/%s/%s", d->ns, d->pod, d->container, d->resource);
-    bind_container(b, d, dialect, &shm, key);
-  }
-  vg_resizer_container(p->resizer, d, &shm, slot);
+  use_region(p, d, dialect, &shm, slot);
   vg_shm_close(&shm);
   return 0;
 }

@@ -58,6 +58,7 @@ struct vg_binder_stats {
   uint64_t list_errors; /* PodResources calls that failed */
   uint64_t api_errors;  /* pod reads that failed other than 404 */
   uint64_t unbindable;  /* pending containers left pending this pass (last pass) */
+  uint64_t untrusted;   /* container regions found held, forged or replaced (distrust.h) */
   char last_error[VG_ERR_MAX];
 };
 void vg_binder_get_stats(struct vg_binder *b, struct vg_binder_stats *st);

@@ -88,10 +88,10 @@ static int on_listed(const struct vg_pod_devices *d, void *arg) {
 }
 
 /* A container's region file, read without taking its lock. */
-static void read_region(const char *path, struct ctr *c) {
+static void read_region(const char *slot_dir, struct ctr *c) {
   struct vg_shm shm;
   struct vg_err err;
-  if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) return;
+  if (vg_region_open_slot(&shm, slot_dir, true, &err) != 0) return;
   const struct vg_region *r = vg_region_of(&shm);
   c->pending = vg_region_pending(r);
   c->ndev = 0;
@@ -124,8 +124,8 @@ static void read_slots(struct scrape *s) {
       s->stale++; /* its pod is gone, or the kubelet was not asked (PodResources down) */
       continue;
     }
-    char path[sizeof(dir) + sizeof(e->d_name) + 16]; /* never cut: d_name is any entry */
-    snprintf(path, sizeof(path), "%s/%s/region.cache", dir, e->d_name);
+    char path[sizeof(dir) + sizeof(e->d_name) + 2]; /* never cut: d_name is any entry */
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
     read_region(path, c);
   }
   closedir(d);
@@ -423,6 +423,9 @@ static void print_agent(FILE *f, const struct scrape *s) {
     counter(f, "vgpu_binder_passes_total", "Binder passes over the kubelet's pod list.", l,
             b.passes);
     counter(f, "vgpu_binder_bound_total", "Containers whose limits the binder wrote.", l, b.bound);
+    counter(f, "vgpu_untrusted_regions_total",
+            "Container region files found held, forged or replaced by their container.", l,
+            b.untrusted);
     family(f, "vgpu_binder_errors_total", "counter", "Binder reads that failed, by source.");
     fprintf(f, "vgpu_binder_errors_total{node=\"%s\",source=\"podresources\"} %llu\n", node,
             (unsigned long long)b.list_errors);

@@ -415,29 +415,32 @@ static void add_device(const struct vg_plugin *p, struct vg_arena *a,
   r->devices[r->n_devices++] = d;
 }
 
-/* Pre-creates the container's region file: every GPU registered, the limits
- * the IDs decide written, the pending mark as the dialect says. */
-static int prepare_region(const struct vg_gpu *all, const char *path, const unsigned *gpus,
+/* Creates the container's region file afresh: every GPU registered, the
+ * limits the IDs decide written, the pending mark as the dialect says. The
+ * slot directory is writable from inside the containers that had these IDs
+ * before, so whatever region.cache is there now (a forged lock, a link to a
+ * host file, a file held under flock) is replaced, never opened: the
+ * kubelet's Allocate waits on nothing a tenant wrote. */
+static int prepare_region(const struct vg_gpu *all, const char *slot_dir, const unsigned *gpus,
                           unsigned n, const struct vg_container_limits *lim, bool pending,
                           char *err, size_t len) {
   struct vg_shm shm;
   struct vg_err e;
-  if (vg_region_open(&shm, path, &e) != 0) {
-    snprintf(err, len, "region file %s: %s", path, e.msg);
+  if (vg_region_create_slot(&shm, slot_dir, &e) != 0) {
+    snprintf(err, len, "%s", e.msg);
     return -1;
   }
   int idx[VG_MAX_GPUS];
   int rc = 0;
-  if (vg_region_lock(&shm) != 0) {
-    snprintf(err, len, "the lock of region file %s is unusable", path);
+  if (vg_region_lock(&shm) != 0) { /* a file nobody else has seen yet */
+    snprintf(err, len, "%.*s: %s", 1024, shm.path, vg_shm_lock_strerror(shm.last_lock));
     vg_shm_close(&shm);
     return -1;
   }
-  vg_region_reap_locked(&shm);
   for (unsigned i = 0; i < n && rc == 0; i++) {
     idx[i] = vg_region_device_locked(&shm, all[gpus[i]].uuid, all[gpus[i]].memory);
     if (idx[i] < 0) {
-      snprintf(err, len, "region file %s: no room for GPU %s", path, all[gpus[i]].uuid);
+      snprintf(err, len, "region file %.*s: no room for GPU %s", 1024, shm.path, all[gpus[i]].uuid);
       rc = -1;
     }
   }
@@ -445,7 +448,7 @@ static int prepare_region(const struct vg_gpu *all, const char *path, const unsi
   for (unsigned i = 0; i < n && rc == 0; i++) {
     if (lim[i].memory == 0) continue;
     if (vg_region_set_mem_limit(&shm, idx[i], lim[i].memory, &e) != 0) {
-      snprintf(err, len, "region file %s: %s", path, e.msg);
+      snprintf(err, len, "%s", e.msg);
       rc = -1;
     }
   }
@@ -503,8 +506,8 @@ static void add_cli_mount(struct vg_plugin *p, struct vg_arena *a,
  * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
  * no lock is held, so that Allocates of different pods run side by side.
  * Two Allocates of the same IDs at once are safe too: mkdir tolerates EEXIST,
- * each writes ld.so.preload through a temporary file of its own, and the
- * region file is created and updated under its flock (region.h). */
+ * each writes ld.so.preload through a temporary file of its own, and each
+ * makes its region file under a name of its own and renames it in place. */
 static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
                                      unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
                                      struct vg_arena *a, V1beta1__ContainerAllocateResponse **out,
@@ -593,9 +596,8 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   char rel[64], slot_dir[VG_CONFIG_PATH_MAX + 80], err[VG_CONFIG_PATH_MAX * 3 + 600];
   vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
   snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
-  char preload[VG_CONFIG_PATH_MAX + 32], region[VG_CONFIG_PATH_MAX + 100];
+  char preload[VG_CONFIG_PATH_MAX + 32];
   char grant[VG_CONFIG_PATH_MAX + 100];
-  snprintf(region, sizeof(region), "%s/region.cache", slot_dir);
   snprintf(grant, sizeof(grant), "%s/grant", slot_dir);
   /* The stamp (the directory's mtime, also when the slot is reused) tells
    * the slot collector that the slot was just handed out: the kubelet lists
@@ -604,7 +606,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   int rc = mkdir_p(slot_dir, err, sizeof(err));
   if (rc == 0) rc = ensure_preload(p, preload, sizeof(preload), err, sizeof(err));
   if (rc == 0) rc = prepare_grant(gpus, grant, used, nused, lim, pending, err, sizeof(err));
-  if (rc == 0) rc = prepare_region(gpus, region, used, nused, lim, pending, err, sizeof(err));
+  if (rc == 0) rc = prepare_region(gpus, slot_dir, used, nused, lim, pending, err, sizeof(err));
   if (rc == 0 && (rc = utimensat(AT_FDCWD, slot_dir, NULL, 0)) != 0)
     snprintf(err, sizeof(err), "cannot stamp %s: %s", slot_dir, strerror(errno));
   pthread_rwlock_unlock(&p->slots_lock);

@@ -139,7 +139,8 @@ static unsigned as_share(unsigned cores) { return cores == 0 ? 100 : cores; }
 static int put_in_force(struct vg_shm *shm, const char *grant_dir, const struct vg_grant *g,
                         struct vg_err *err) {
   const struct vg_region *reg = vg_region_of(shm);
-  if (vg_region_lock(shm) != 0) return vg_err_set(err, "the lock of %s is unusable", shm->path);
+  if (vg_region_lock(shm) != 0)
+    return vg_err_set(err, "%s: %s", shm->path, vg_shm_lock_strerror(shm->last_lock));
   vg_region_reap_locked(shm); /* charges of processes gone must not block a decrease */
   vg_region_unlock(shm);
   for (unsigned i = 0; i < g->count; i++) {
@@ -154,7 +155,7 @@ static int put_in_force(struct vg_shm *shm, const char *grant_dir, const struct 
     int dev = vg_region_find_device(reg, g->gpu[i].uuid);
     if (dev < 0) continue;
     if (vg_region_set_mem_limit(shm, dev, g->gpu[i].memory, err) != 0) return -1;
-    vg_region_set_sm_limit(shm, dev, g->gpu[i].cores);
+    if (vg_region_set_sm_limit(shm, dev, g->gpu[i].cores, err) != 0) return -1;
   }
   return 0;
 }

@@ -90,11 +90,9 @@ static bool kubelet_behind(const struct vg_node_view *v, char *out, size_t len) 
 
 /* Live processes of the slot's region file (0 when there is none). */
 static int live_processes(const char *dir) {
-  char path[VG_CONFIG_PATH_MAX + 64];
-  snprintf(path, sizeof(path), "%s/region.cache", dir);
   struct vg_shm shm;
   struct vg_err err;
-  if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) return 0;
+  if (vg_region_open_slot(&shm, dir, true, &err) != 0) return 0;
   const struct vg_region *r = vg_region_of(&shm);
   int n = 0;
   for (unsigned i = 0; i < VG_MAX_PROCS; i++)

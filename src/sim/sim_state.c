@@ -84,7 +84,7 @@ static void repair_state(void *arg) {
 }
 
 void vg_sim_lock(struct vg_sim *sim) {
-  vg_shared_mutex_lock(&sim->st->lock, repair_state, sim->st);
+  vg_shared_mutex_lock(&sim->st->lock, VG_SHM_LOCK_WAIT_MS, repair_state, sim->st);
 }
 
 void vg_sim_unlock(struct vg_sim *sim) { vg_shared_mutex_unlock(&sim->st->lock); }

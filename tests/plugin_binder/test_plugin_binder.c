@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -393,6 +394,92 @@ static void test_unbindable_stays_pending(void **state) {
   vg_binder_stop(b);
   kubelet("unassign default ghost");
   kubelet("unassign default plain");
+}
+
+static int events(const char *reason, const char *part);
+
+/* A child that stays alive until killed: a live PID to forge as an owner. */
+static pid_t sleeper(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+/* What a tenant's `dd` into its region does: the lock word and owner say
+ * "held by a live thread" for ever. */
+static void forge_lock(const char *const *ids, pid_t owner) {
+  char path[600];
+  region_path(ids, 1, path, sizeof(path));
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_region_open(&shm, path, &err) != 0) fail_msg("%s", err.msg);
+  pthread_mutex_t *m = &vg_region_of(&shm)->lock.mutex;
+  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
+  m->__data.__owner = (int)owner;
+  vg_shm_close(&shm);
+}
+
+/* One tenant forges its region's lock, another swaps its region for a link
+ * to a host file: a neighbour is still bound in the same pass, the agent
+ * waits on the forged lock once (not once per pass), never follows the
+ * link, and both offenders are reported by a log line, an Event and the
+ * count. */
+static void test_hostile_regions_hurt_only_themselves(void **state) {
+  (void)state;
+  const char *evil[] = {"GPU-hhhh::0"}, *link_ids[] = {"GPU-hhhh::1"}, *good[] = {"GPU-hhhh::2"};
+  add_pod("forger", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"}");
+  add_pod("linker", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"}");
+  add_pod("neighbour", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"}");
+  make_pending(evil, 1);
+  make_pending(link_ids, 1);
+  make_pending(good, 1);
+  pid_t owner = sleeper();
+  forge_lock(evil, owner);
+  char lpath[600], host[700];
+  region_path(link_ids, 1, lpath, sizeof(lpath));
+  snprintf(host, sizeof(host), "%s/host-file", tmpdir);
+  FILE *f = fopen(host, "w");
+  fclose(f); /* empty: an opener that followed the link would size and fill it */
+  unlink(lpath);
+  assert_int_equal(symlink(host, lpath), 0);
+  assign("forger", "nvidia.com/vgpu", evil, 1);
+  assign("linker", "nvidia.com/vgpu", link_ids, 1);
+  assign("neighbour", "nvidia.com/vgpu", good, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  double t0 = now_s();
+  assert_int_equal(vg_binder_run_once(b, &err), 1);
+  double first = now_s() - t0;
+  assert_true(first < 0.2 + 2.0); /* one lock wait, then the rest of the pass */
+  struct seen s;
+  read_region(good, 1, &s);
+  assert_false(s.pending);
+  assert_int_equal(s.mem[0], 1000 * MIB);
+  struct stat st;
+  assert_int_equal(stat(host, &st), 0);
+  assert_int_equal(st.st_size, 0);
+  struct vg_binder_stats bs;
+  vg_binder_get_stats(b, &bs);
+  assert_int_equal(bs.untrusted, 2);
+  assert_int_equal(events("RegionUntrusted", "held past the deadline"), 1);
+  assert_int_equal(events("RegionUntrusted", "symbolic link"), 1);
+  /* The next pass gives up on the forged region at once, says nothing new. */
+  t0 = now_s();
+  assert_int_equal(vg_binder_run_once(b, &err), 0);
+  assert_true(now_s() - t0 < 0.15);
+  vg_binder_get_stats(b, &bs);
+  assert_int_equal(bs.untrusted, 2);
+  assert_int_equal(events("RegionUntrusted", "held past the deadline"), 1);
+  vg_binder_stop(b);
+  kill(owner, SIGKILL);
+  waitpid(owner, NULL, 0);
+  kubelet("unassign default forger");
+  kubelet("unassign default linker");
+  kubelet("unassign default neighbour");
 }
 
 /* No kubelet socket: a clear error naming it. */
@@ -779,6 +866,7 @@ int main(void) {
       cmocka_unit_test(test_vgpu_percentage_and_defaults),
       cmocka_unit_test(test_cce_limits),
       cmocka_unit_test(test_unbindable_stays_pending),
+      cmocka_unit_test(test_hostile_regions_hurt_only_themselves),
       cmocka_unit_test(test_kubelet_down),
       cmocka_unit_test(test_apiserver_down_then_retries),
       cmocka_unit_test(test_concurrent_50_pods),
