@@ -18,7 +18,7 @@
 #   fuzz: 10/10 targets clean, 10 s each
 #   fuzz: 9/10 targets clean, 10 s each; FAILED: webhook (build)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 secs=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 out=build-fuzz
@@ -83,6 +83,7 @@ run_one() {
   echo $? >"$out/log/$t.rc"
 }
 
+echo "fuzz: ${#built[@]} targets built; fuzzing $secs s each, $jobs at a time" >&2
 running=0
 for t in "${built[@]}"; do
   if [ "$running" -ge "$jobs" ]; then
