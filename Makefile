@@ -102,4 +102,4 @@ format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
