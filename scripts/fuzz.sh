@@ -3,7 +3,7 @@
 #   make fuzz        FUZZ_SECONDS default 60: fuzzing for real
 #   make fuzz-smoke  FUZZ_SECONDS default 10: `make test`'s fuzz stage (scripts/test-all.sh)
 # FUZZ_TARGETS="region grant" limits the run to those; FUZZ_JOBS (default: the CPUs) fuzzers run
-# at once.
+# at once; FUZZ_CC (default clang) is the compiler.
 #
 # build-fuzz/ is a CMake build with -DVGPU_FUZZ=ON: each target is built from its one declaration
 # in tests/fuzz/CMakeLists.txt, the same one its replay test (make test) uses. A target is every
