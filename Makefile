@@ -3,7 +3,7 @@
 #   make           build/ (release with debug info)
 #   make asan      build-asan/ (AddressSanitizer + UBSan)
 #   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
-#                  format; every stage runs, then one summary line (scripts/test-all.sh)
+#                  the fuzz smoke, format; every stage runs, then one summary line (scripts/test-all.sh)
 #   make demo      vgpu on the simulated GPU in about 30 s: memory cap, compute cap, vgpu set, smi
 #   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver,
 #                  man pages, vgpu's bash completion
@@ -17,10 +17,12 @@
 #   make bench-replay    placement quality on the Alibaba GPU trace, every policy, and on the
 #                        workload families made from it (bench/replay.sh, bench/families.sh)
 #   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
+#   make fuzz      every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 60) each
+#   make fuzz-smoke the same for 10 s each: `make test`'s fuzz stage
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz format clean
+.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz fuzz-smoke format clean
 
 all: build
 
@@ -66,8 +68,13 @@ images: build
 demo:
 	@MAKE="$(MAKE)" bash scripts/demo.sh
 
-fuzz:
+# build-fuzz/: every target in tests/fuzz/ built with clang's libFuzzer, then fuzzed FUZZ_SECONDS
+# each (scripts/fuzz.sh). fuzz-smoke is `make test`'s fuzz stage: 10 s each by default.
+fuzz: deps
 	@bash scripts/fuzz.sh
+
+fuzz-smoke: deps
+	@FUZZ_SECONDS="$${FUZZ_SECONDS:-10}" bash scripts/fuzz.sh
 
 bench: build
 	@bash bench/run-hook-bench.sh
@@ -95,4 +102,4 @@ format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -15,8 +15,9 @@ elif [ $# -gt 0 ]; then
   packages=("$@")
 else
   packages=("${build[@]}" python3-grpcio python3-protobuf
-  prometheus python3-yaml groff-base)  # promtool checks the metrics; python3-yaml reads rendered
-  # manifests; groff renders the installed man pages (test_install)
+  prometheus python3-yaml groff-base clang libclang-rt-dev)  # promtool checks the metrics;
+  # python3-yaml reads rendered manifests; groff renders the installed man pages (test_install);
+  # clang's libFuzzer runtime (libclang-rt-dev, only recommended by clang) for make fuzz-smoke
   # kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl
   # from elsewhere already owns /usr/bin/kubectl.
   command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)

@@ -4,12 +4,13 @@
 #
 # The stages are the make targets test-release (the release build's CTest),
 # test-asan (the AddressSanitizer + UBSan build's), test-gpu (tests/gpu on a
-# real GPU, SKIP without one), e2e (the real cluster, tests/e2e) and the format
-# check. A stage that fails does not stop the others, so one run says
-# everything that is wrong; the exit status is 1 if any stage failed. Each
-# stage's output goes to the terminal and to build/test-<stage>.log. The last
-# line reads, for example:
-#   make test: release 75/75 passed | sanitizer 75/75 passed | gpu SKIP: no NVIDIA GPU ... | e2e 32 passed, 0 failed | format ok -- PASS
+# real GPU, SKIP without one), e2e (the real cluster, tests/e2e), fuzz-smoke
+# (every libFuzzer target of tests/fuzz built and run FUZZ_SECONDS, default 10,
+# each: scripts/fuzz.sh) and the format check. A stage that fails does not stop
+# the others, so one run says everything that is wrong; the exit status is 1
+# if any stage failed. Each stage's output goes to the terminal and to
+# build/test-<stage>.log. The last line reads, for example:
+#   make test: release 75/75 passed | sanitizer 75/75 passed | gpu SKIP: no NVIDIA GPU ... | e2e 32 passed, 0 failed | fuzz 10/10 targets clean, 10 s each | format ok -- PASS
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
@@ -27,6 +28,7 @@ summary() {
       ;;
     gpu) line=$(grep -E '^SKIP: no NVIDIA GPU|^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1) ;;
     e2e) line=$(grep -E '^e2e: SKIP|^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1) ;;
+    fuzz) line=$(grep -E '^fuzz: ' "$log" | tail -n 1 | sed 's/^fuzz: //') ;;
     format) [ "$rc" -eq 0 ] && line=ok ;;
   esac
   [ -n "$line" ] || line="exit $rc"
@@ -48,6 +50,7 @@ stage release "$MAKE" --no-print-directory test-release
 stage sanitizer "$MAKE" --no-print-directory test-asan
 stage gpu "$MAKE" --no-print-directory test-gpu
 stage e2e "$MAKE" --no-print-directory e2e
+stage fuzz "$MAKE" --no-print-directory fuzz-smoke
 stage format bash scripts/check-format.sh
 
 line=$(printf '%s | ' "${results[@]}")
