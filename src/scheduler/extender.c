@@ -149,6 +149,10 @@ struct evaluated {
    * this reason, and no node ever could take the pod. */
   bool refused;
   char refusal[512];
+  /* Per candidate, its name's first position: a name given twice is looked
+   * at once and answered the same each time (kube-scheduler never sends
+   * one twice; a client that does must not make us read it twice). */
+  int *first;
 };
 
 struct eval_one {
@@ -165,6 +169,32 @@ static void eval_view(void *ctx, const struct node_view *v) {
   ext_picks picks;
   *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
   if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
+}
+
+/* Fills ev->first and, when views are to be read (look) and at least
+ * EXT_BATCH_MIN distinct names miss the cache, lists the cluster into batch
+ * (else it stays empty: each miss is read on its own). 0, or -1 with why. */
+static int first_names(struct vg_ext *x, const struct candidates *cs, struct evaluated *ev,
+                       bool look, struct ext_batch *batch, char *why, size_t len) {
+  struct ext_index ix;
+  ev->first = malloc(((size_t)cs->n + 1) * sizeof(int));
+  if (!ev->first || ext_index_init(&ix, (size_t)cs->n) != 0) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  int misses = 0;
+  for (int i = 0; i < cs->n; i++) {
+    ev->first[i] = ext_index_put(&ix, cs->names[i], i);
+    if (look && ev->first[i] == i && misses < EXT_BATCH_MIN &&
+        !ext_view_cached(x, cs->names[i], cs->objs[i]))
+      misses++;
+  }
+  ext_index_free(&ix);
+  struct vg_err err = {{0}};
+  if (misses >= EXT_BATCH_MIN && ext_batch_fetch(x, cs->cache_capable, batch, &err) != 0)
+    vg_warn("listing the cluster for %d candidates failed, reading them one by one: %s", cs->n,
+            err.msg);
+  return 0;
 }
 
 static int evaluate(struct vg_ext *x, const char *body, bool score, json_object **root,
@@ -193,8 +223,17 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
     return -1;
   }
   ev->refused = ext_parse_pod(pod, req, ev->refusal, sizeof(ev->refusal)) != 0;
+  struct ext_batch batch = {0};
+  if (first_names(x, cs, ev, !ev->refused && req->n > 0, &batch, why, len) != 0) return -1;
   for (int i = 0; !ev->refused && i < cs->n; i++) {
     ev->why[i][0] = '\0';
+    if (ev->first[i] != i) {
+      int f = ev->first[i];
+      ev->fits[i] = ev->fits[f];
+      memcpy(ev->why[i], ev->why[f], sizeof(ev->why[i]));
+      if (score) ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f];
+      continue;
+    }
     if (req->n == 0) {
       ev->fits[i] = true; /* no GPU asked: nothing for us to check */
       continue;
@@ -205,9 +244,10 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
                          sizeof(ev->why[i]),
                          score ? &ev->core[i] : NULL,
                          score ? &ev->pod[i] : NULL};
-    ext_with_view(x, cs->names[i], cs->objs[i], false, eval_view, &o, ev->why[i],
+    ext_with_view(x, cs->names[i], cs->objs[i], &batch, false, eval_view, &o, ev->why[i],
                   sizeof(ev->why[i]));
   }
+  ext_batch_free(&batch);
   return 0;
 }
 
@@ -217,6 +257,7 @@ static void free_evaluated(struct evaluated *ev) {
   free(ev->cls);
   free(ev->core);
   free(ev->pod);
+  free(ev->first);
 }
 
 /* Preemption cannot make these fit: the node has no GPUs of ours, too few,
@@ -234,7 +275,7 @@ static bool unresolvable(enum ext_reason r) {
 static void failed_nodes(struct ext_out *o, const struct candidates *cs, const struct evaluated *ev,
                          bool only_unresolvable) {
   for (int i = 0, k = 0; i < cs->n; i++) {
-    if (ev->fits[i]) continue;
+    if (ev->fits[i] || ev->first[i] != i) continue; /* a map: each name once */
     if (only_unresolvable && !ev->refused && !unresolvable(ev->cls[i])) continue;
     if (k++) ext_out_lit(o, ",");
     ext_out_str(o, cs->names[i]);
@@ -258,7 +299,8 @@ static int do_filter(struct vg_ext *x, const char *body, char **out) {
   pthread_mutex_lock(&x->lock);
   if (ev.refused) x->m.refused_pods++;
   for (int i = 0; !ev.refused && i < cs.n; i++)
-    if (!ev.fits[i]) x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
+    if (!ev.fits[i] && ev.first[i] == i)
+      x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
   pthread_mutex_unlock(&x->lock);
   struct ext_out o = {0};
   ext_out_lit(&o, cs.cache_capable ? "{\"Nodes\":null,\"NodeNames\":["
@@ -310,7 +352,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   int *idx = calloc((size_t)cs.n + 1, sizeof(int));
   for (int i = 0; core && i < cs.n; i++) {
     idx[i] = -1;
-    if (!ev.fits[i]) continue;
+    if (!ev.fits[i] || ev.first[i] != i) continue; /* each node once in the model */
     struct vg_node *n = &ev.core[i];
     size_t nlen = strnlen(cs.names[i], VG_SCHED_NAME_MAX - 1);
     memcpy(n->name, cs.names[i], nlen); /* the name only labels the node here */
@@ -324,6 +366,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   double lo = INFINITY, hi = -INFINITY;
   for (int i = 0; i < cs.n; i++) {
     score[i] = NAN;
+    if (core && ev.first[i] != i) score[i] = score[ev.first[i]]; /* scored already */
     if (!core || !ev.fits[i] || idx[i] < 0) continue;
     if (!vg_fit(&cl.nodes[idx[i]], &ev.pod[i])) continue;
     struct vg_pick pick = {0};
