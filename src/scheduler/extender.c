@@ -529,6 +529,7 @@ void vg_ext_free(struct vg_ext *x) {
     free(e->inventory);
     free(e);
   }
+  ext_forget_bad_pods(x);
   vg_workload_free(&x->workload);
   pthread_mutex_destroy(&x->lock);
   free(x);

@@ -133,6 +133,12 @@ static void gpu_take(const struct ctr_req *c, struct gpu_view *g) {
   ext_gpu_hold(g, c->resource, need_mem(c, g, res_for(c, g)), c->cores);
 }
 
+void ext_hold_anywhere(const struct pod_req *r, struct node_view *v) {
+  for (int i = 0; i < r->n; i++)
+    for (int j = 0; j < v->n; j++)
+      if (res_for(&r->c[i], &v->g[j])) gpu_take(&r->c[i], &v->g[j]);
+}
+
 /* Is GPU a (resource ra) better than b (rb) for the GPU policy? binpack:
  * less left; spread: more. */
 static bool better(enum ext_gpu_policy pol, const struct gpu_view *a, const struct res_view *ra,

@@ -177,7 +177,12 @@ struct vg_ext {
   pthread_mutex_t lock;        /* nodes list, buckets and cached views */
   struct node_entry *nodes;
   struct node_entry *buckets[EXT_BUCKETS];
-  unsigned drops;       /* views dropped so far: a batch read before a drop is not cached */
+  unsigned drops; /* views dropped so far: a batch read before a drop is not cached */
+  /* Pods whose vgpu.io/assigned was found unreadable ("ns/name/uid"), so
+   * that each is logged once (extender_view.c). At most EXT_BAD_PODS_MAX
+   * are remembered; beyond that each further one is logged every read. */
+  struct ext_index bad_pods;
+  int nbad_pods;
   struct ext_metrics m; /* under lock */
 };
 
@@ -216,6 +221,11 @@ void ext_view_copy(struct node_view *dst, const struct node_view *src);
 /* Adds one slice (resource, bytes, percent) to g's account: what an
  * assignment entry holds, and what fit takes when it places a container. */
 void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores);
+/* Notes a pod whose assignment is unreadable (key: "ns/name/uid"): true
+ * the first time (log it then), and counted in /metrics. */
+bool ext_note_bad_pod(struct vg_ext *x, const char *key);
+void ext_forget_bad_pods(struct vg_ext *x); /* vg_ext_free */
+#define EXT_BAD_PODS_MAX 4096
 /* The inventory annotation's text -> v (nothing used yet). */
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 
@@ -228,6 +238,9 @@ typedef int ext_picks[EXT_MAX_CTRS][VG_SCHED_MAX_GPUS];
  * itself is not changed); false with why when one does not fit. */
 bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
                   size_t len);
+/* A pod whose assignment cannot be read: each container's request taken
+ * from every GPU of v that could serve it (extender_view.c says why). */
+void ext_hold_anywhere(const struct pod_req *r, struct node_view *v);
 /* The vgpu.io/assigned object for a placement ext_pod_fits found on v. */
 json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
                             ext_picks picks, struct vg_err *err);

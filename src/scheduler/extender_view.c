@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "extender_int.h"
+#include "log.h"
 
 #define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
 
@@ -156,36 +157,89 @@ static void hold(struct node_view *v, const char *resource, const struct vg_assi
     if (strcmp(v->g[j].uuid, a->uuid) == 0) ext_gpu_hold(&v->g[j], resource, a->memory, a->cores);
 }
 
-static int hold_pod(json_object *pod, struct node_view *v, char *why, size_t len) {
+static bool uuid_char(char c) {
+  return c == '-' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+         (c >= 'A' && c <= 'Z');
+}
+
+/* Does text name uuid as a whole (not "GPU-x-1" inside "GPU-x-10")? */
+static bool names_uuid(const char *text, const char *uuid) {
+  size_t n = strlen(uuid);
+  for (const char *p = text; n && (p = strstr(p, uuid)) != NULL; p++)
+    if ((p == text || !uuid_char(p[-1])) && !uuid_char(p[n])) return true;
+  return false;
+}
+
+/* A pod bound here whose vgpu.io/assigned cannot be read still holds what
+ * the device plugin gave it; which GPUs, and how much, is unknown. Failing
+ * the node for every GPU pod (as before) let one bad annotation take a whole
+ * node out; counting the pod as nothing could hand its GPUs out twice. So it
+ * costs what it might hold, and no more:
+ *   - the node's GPUs whose UUID the text still names: wholly used;
+ *   - none named: its request (the pod spec) on every GPU that could serve
+ *     it, since any of them might be the one;
+ *   - its request unreadable too: every GPU wholly used.
+ * What was counted is logged once per pod, and counted in /metrics. */
+static void hold_unreadable(struct vg_ext *x, const char *node, json_object *pod,
+                            struct node_view *v, const char *error) {
+  json_object *meta = ext_get(pod, "metadata");
+  const char *text = ext_get_str(ext_get(meta, "annotations"), VG_ANN_ASSIGNED);
+  char counted[256] = "";
+  size_t used = 0;
+  for (int j = 0; text && j < v->n; j++) {
+    if (!names_uuid(text, v->g[j].uuid)) continue;
+    ext_gpu_hold(&v->g[j], "", v->g[j].mem, 100); /* 100 percent cores: nothing joins it */
+    if (used < sizeof(counted))
+      used += (size_t)snprintf(counted + used, sizeof(counted) - used, "%s%s",
+                               used ? ", " : "counted wholly used: GPUs ", v->g[j].uuid);
+  }
+  struct pod_req req;
+  char why[512];
+  int parsed = used ? 0 : ext_parse_pod(pod, &req, why, sizeof(why));
+  if (used == 0 && parsed == 0) {
+    ext_hold_anywhere(&req, v);
+    snprintf(counted, sizeof(counted), "%s",
+             req.n ? "it names no GPU of the node: its request is counted on each GPU that "
+                     "could serve it"
+                   : "it asks for no GPU: nothing counted");
+  } else if (used == 0) {
+    for (int j = 0; j < v->n; j++) ext_gpu_hold(&v->g[j], "", v->g[j].mem, 100);
+    snprintf(counted, sizeof(counted),
+             "neither its GPUs nor its request (%.160s) readable: every GPU counted wholly used",
+             why);
+  }
+  const char *uid = ext_get_str(meta, "uid"), *ns = ext_get_str(meta, "namespace");
+  const char *name = ext_get_str(meta, "name");
+  char key[400];
+  snprintf(key, sizeof(key), "%.150s/%.150s/%.90s", ns ? ns : "", name ? name : "", uid ? uid : "");
+  if (ext_note_bad_pod(x, key))
+    vg_warn("pod %s/%s on node %s: %s; %s", ns ? ns : "?", name ? name : "?", node, error, counted);
+}
+
+static void hold_pod(struct vg_ext *x, const char *node, json_object *pod, struct node_view *v) {
   const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
-  if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return 0;
+  if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return;
   struct vg_assignment a;
   struct vg_err aerr = {{0}};
   int has = vg_assign_from_pod(pod, &a, &aerr);
   if (has < 0) {
-    /* What it holds is unknown: counting it as nothing could oversubscribe. */
-    json_object *meta = ext_get(pod, "metadata");
-    snprintf(why, len, "pod %.100s/%.100s: %.300s", ext_get_str(meta, "namespace"),
-             ext_get_str(meta, "name"), aerr.msg);
-    return -1;
+    hold_unreadable(x, node, pod, v, aerr.msg);
+    return;
   }
   for (int c = 0; has && c < a.nctrs; c++)
     for (int k = 0; k < a.ctr[c].ngpus; k++) hold(v, a.ctr[c].resource, &a.ctr[c].gpu[k]);
   if (has) vg_assign_free(&a);
-  return 0;
 }
 
 /* Subtracts what the pods bound to the node hold: from batch's list when
  * given, else from a list of the node's pods. */
 static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_batch *batch,
                          struct node_view *v, char *why, size_t len) {
-  int rc = 0;
   if (batch) {
     json_object *items;
-    for (int i = ext_batch_pods(batch, node, &items); rc == 0 && i >= 0;
-         i = ext_batch_next(batch, i))
-      rc = hold_pod(json_object_array_get_idx(items, (size_t)i), v, why, len);
-    return rc;
+    for (int i = ext_batch_pods(batch, node, &items); i >= 0; i = ext_batch_next(batch, i))
+      hold_pod(x, node, json_object_array_get_idx(items, (size_t)i), v);
+    return 0;
   }
   json_object *list = NULL;
   struct vg_err err = {{0}};
@@ -197,10 +251,9 @@ static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_ba
   json_object *items = ext_get(list, "items");
   size_t n =
       items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
-  for (size_t i = 0; rc == 0 && i < n; i++)
-    rc = hold_pod(json_object_array_get_idx(items, i), v, why, len);
+  for (size_t i = 0; i < n; i++) hold_pod(x, node, json_object_array_get_idx(items, i), v);
   json_object_put(list);
-  return rc;
+  return 0;
 }
 
 static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
@@ -379,4 +432,28 @@ void ext_invalidate_all(struct vg_ext *x) {
   pthread_mutex_lock(&x->lock);
   for (struct node_entry *e = x->nodes; e; e = e->next) drop(x, e);
   pthread_mutex_unlock(&x->lock);
+}
+
+bool ext_note_bad_pod(struct vg_ext *x, const char *key) {
+  pthread_mutex_lock(&x->lock);
+  bool first = ext_index_get(&x->bad_pods, key) < 0;
+  if (first) {
+    x->m.bad_assignments++;
+    char *copy = x->nbad_pods < EXT_BAD_PODS_MAX ? strdup(key) : NULL;
+    if (copy && (x->bad_pods.keys || ext_index_init(&x->bad_pods, EXT_BAD_PODS_MAX) == 0)) {
+      ext_index_put(&x->bad_pods, copy, 1);
+      x->nbad_pods++;
+    } else {
+      free(copy);
+    }
+  }
+  pthread_mutex_unlock(&x->lock);
+  return first;
+}
+
+void ext_forget_bad_pods(struct vg_ext *x) {
+  for (size_t i = 0; x->bad_pods.keys && i <= x->bad_pods.mask; i++)
+    free((char *)x->bad_pods.keys[i]);
+  ext_index_free(&x->bad_pods);
+  x->nbad_pods = 0;
 }

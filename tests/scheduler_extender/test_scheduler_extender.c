@@ -136,6 +136,8 @@ static void test_filter_node_names(void **s) {
   free(pod);
 }
 
+static double metric(const char *text, const char *series);
+
 static int count_of(const char *s, const char *part) {
   int n = 0;
   for (const char *p = s; (p = strstr(p, part)) != NULL; p += strlen(part)) n++;
@@ -221,6 +223,56 @@ static void test_filter_many_names(void **s) {
   free(body);
   free(pod);
   free(names);
+}
+
+/* Issue 27: a bound pod whose vgpu.io/assigned does not parse made its node
+ * fail every GPU pod. It now costs what it might hold: the GPUs its text
+ * still names, wholly; else its request on every GPU that could serve it;
+ * else every GPU. Each such pod is logged and counted once. */
+static void test_unreadable_assignment(void **s) {
+  (void)s;
+  char *out = NULL;
+  assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
+  double before = metric(out, "vgpu_scheduler_bad_assignments_total");
+  free(out);
+  add_node("bad-1", 2, 16, 4, false);
+  add_pod("cut", 1, 4096, 0, "bad-1", /* truncated, but names GPU 0 */
+          "{\"version\":1,\"node\":\"bad-1\",\"containers\":[{\"name\":\"main\",\"gpus\":"
+          "[{\"uuid\":\"GPU-bad-1-0\",\"memory\":42");
+  add_node("bad-2", 2, 16, 4, false);
+  add_pod("garbled", 1, 12288, 0, "bad-2", "not JSON"); /* 12 GiB on each GPU */
+  add_node("bad-3", 2, 16, 4, false);
+  ext_add_pod("worse", "\"nvidia.com/vgpu\":\"two\"", NULL, "bad-3", "{");
+  for (int round = 0; round < 2; round++) { /* read twice (TTL 0): counted once */
+    char *pod = pod_json("p", 1, 4096, 0, NULL, NULL);
+    char *body = ext_args_names(pod, "\"bad-1\",\"bad-2\",\"bad-3\"");
+    json_object *res = ext_post("/filter", body, 200);
+    assert_true(ext_has_name(res, "bad-1")); /* GPU 1 */
+    assert_true(ext_has_name(res, "bad-2")); /* 4 GiB left on each GPU */
+    ext_expect_contains(ext_failed_reason(res, "bad-3"), "needs 1 GPUs each with 4096 MiB");
+    json_object_put(res);
+    free(body);
+    free(pod);
+  }
+  char *pod = pod_json("p", 2, 4096, 0, NULL, NULL); /* GPU 0 of bad-1 is out */
+  char *body = ext_args_names(pod, "\"bad-1\",\"bad-2\"");
+  json_object *res = ext_post("/filter", body, 200);
+  ext_expect_contains(ext_failed_reason(res, "bad-1"), "needs 2 GPUs each with 4096 MiB");
+  assert_true(ext_has_name(res, "bad-2"));
+  json_object_put(res);
+  free(body);
+  free(pod);
+  pod = pod_json("p", 1, 8192, 0, NULL, NULL); /* more than the 4 GiB garbled left */
+  body = ext_args_names(pod, "\"bad-1\",\"bad-2\"");
+  res = ext_post("/filter", body, 200);
+  assert_true(ext_has_name(res, "bad-1"));
+  ext_expect_contains(ext_failed_reason(res, "bad-2"), "needs 1 GPUs each with 8192 MiB");
+  json_object_put(res);
+  free(body);
+  free(pod);
+  assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
+  assert_true(metric(out, "vgpu_scheduler_bad_assignments_total") == before + 3);
+  free(out);
 }
 
 /* The answers are written as text (extender_out.c): a name needing every kind
@@ -566,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_healthz_metrics),
       cmocka_unit_test(test_filter_node_names),
       cmocka_unit_test(test_filter_many_names),
+      cmocka_unit_test(test_unreadable_assignment),
       cmocka_unit_test(test_filter_node_list),
       cmocka_unit_test(test_answer_escaping),
       cmocka_unit_test(test_prioritize),
