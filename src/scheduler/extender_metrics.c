@@ -29,6 +29,7 @@ enum ext_reason ext_reason_class(const char *why) {
       {"node not found", EXT_R_NODE_GONE},
       {"which no GPU here advertises", EXT_R_NOT_ADVERTISED},
       {"here is time-slicing", EXT_R_NOT_ADVERTISED},
+      {"here is advertised as", EXT_R_NOT_ADVERTISED},
       {"CCE slices of the other isolation mode", EXT_R_CCE_MODE},
       {"the largest GPU here has", EXT_R_TOO_LARGE},
       {"healthy", EXT_R_TOO_FEW_GPUS},
