@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "extender_int.h"
+#include "json_get.h"
 #include "log.h"
 
 /* {"Error": msg}, msg through ext_out_reason like every text we send; NULL
@@ -32,6 +33,19 @@
 static char *json_error(const char *msg) {
   struct ext_out o = {0};
   ext_out_lit(&o, "{\"Error\":");
+  ext_out_reason(&o, msg);
+  ext_out_lit(&o, "}");
+  return ext_out_take(&o);
+}
+
+/* An ExtenderFilterResult failing the whole request with msg (its Error):
+ * kube-scheduler fails the scheduling cycle and shows msg in the pod's
+ * events. NULL when out of memory. */
+static char *filter_error(const char *msg) {
+  struct ext_out o = {0};
+  ext_out_lit(&o,
+              "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
+              "\"FailedAndUnresolvableNodes\":{},\"Error\":");
   ext_out_reason(&o, msg);
   ext_out_lit(&o, "}");
   return ext_out_take(&o);
@@ -197,18 +211,23 @@ static int first_names(struct vg_ext *x, const struct candidates *cs, struct eva
   return 0;
 }
 
-static int evaluate(struct vg_ext *x, const char *body, bool score, json_object **root,
-                    struct pod_req *req, struct candidates *cs, struct evaluated *ev, char *why,
-                    size_t len) {
+/* The request body as a JSON object, or NULL with why; *nul: it is JSON
+ * but a string holds a NUL (json_get.h) -- maybe a user's pod annotation,
+ * so filter and bind say so where the pod's events show it. */
+static json_object *parse_body(const char *body, size_t blen, bool *nul, char *why, size_t len) {
+  enum vg_json_bad bad;
+  json_object *root = vg_json_parse_object(body, blen, "request body", &bad, why, len);
+  *nul = !root && bad == VG_JSON_NUL;
+  return root;
+}
+
+static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score, json_object **root,
+                    struct pod_req *req, struct candidates *cs, struct evaluated *ev, bool *nul,
+                    char *why, size_t len) {
   json_object *pod = NULL;
   memset(ev, 0, sizeof(*ev));
   memset(cs, 0, sizeof(*cs));
-  enum json_tokener_error jerr;
-  *root = json_tokener_parse_verbose(body, &jerr);
-  if (!*root) {
-    snprintf(why, len, "request body is not JSON: %s", json_tokener_error_desc(jerr));
-    return -1;
-  }
+  if (!(*root = parse_body(body, blen, nul, why, len))) return -1;
   if (parse_args(*root, &pod, cs, why, len) != 0) return -1;
   size_t n = (size_t)cs->n + 1;
   ev->fits = calloc(n, sizeof(bool));
@@ -284,16 +303,19 @@ static void failed_nodes(struct ext_out *o, const struct candidates *cs, const s
   }
 }
 
-static int do_filter(struct vg_ext *x, const char *body, char **out) {
+static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
   struct candidates cs;
   struct evaluated ev;
   char why[512];
   int status = 200;
-  if (evaluate(x, body, false, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
-    *out = json_error(why);
-    status = 400;
+  bool nul = false;
+  if (evaluate(x, body, len, false, &root, &req, &cs, &ev, &nul, why, sizeof(why)) != 0) {
+    /* A NUL in a string is answered in ExtenderFilterResult.Error, which
+     * kube-scheduler puts in the pod's events (a 400 shows only its code). */
+    *out = nul ? filter_error(why) : json_error(why);
+    status = nul ? 200 : 400;
     goto done;
   }
   pthread_mutex_lock(&x->lock);
@@ -327,7 +349,7 @@ done:
   return status;
 }
 
-static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
+static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
   struct candidates cs;
@@ -337,7 +359,8 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   double *score = NULL;
   struct vg_cluster cl;
   vg_cluster_init(&cl);
-  if (evaluate(x, body, true, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
+  bool nul = false; /* kube-scheduler ignores a prioritize error: a 400 as for the rest */
+  if (evaluate(x, body, len, true, &root, &req, &cs, &ev, &nul, why, sizeof(why)) != 0) {
     *out = json_error(why);
     status = 400;
     goto done;
@@ -400,16 +423,16 @@ done:
   return status;
 }
 
-static int do_bind(struct vg_ext *x, const char *body, char **out) {
+static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   static const char *const keys[] = {"PodName", "PodNamespace", "PodUID", "Node", NULL};
   json_object *vals[4] = {NULL, NULL, NULL, NULL};
   char why[512];
-  enum json_tokener_error jerr;
-  json_object *root = json_tokener_parse_verbose(body, &jerr);
-  if (!root) {
-    snprintf(why, sizeof(why), "request body is not JSON: %s", json_tokener_error_desc(jerr));
+  bool nul = false;
+  json_object *root = parse_body(body, len, &nul, why, sizeof(why));
+  if (!root) { /* a NUL: a 200 with Error, as for any bind that fails (the pod's events) */
+    if (nul) vg_warn("bind: %s", why);
     *out = json_error(why);
-    return 400;
+    return nul ? 200 : 400;
   }
   if (check_keys(root, keys, vals, why, sizeof(why)) != 0) {
     json_object_put(root);
@@ -562,11 +585,11 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
     *out = json_error(len ? "request body contains a NUL byte" : "request body is empty");
     status = 400;
   } else if (v == 0) {
-    status = do_filter(x, body, out);
+    status = do_filter(x, body, len, out);
   } else if (v == 1) {
-    status = do_prioritize(x, body, out);
+    status = do_prioritize(x, body, len, out);
   } else if (v == 2) {
-    status = do_bind(x, body, out);
+    status = do_bind(x, body, len, out);
   } else if (v == 3) {
     *content_type = "text/plain";
     *out = strdup("ok\n");

@@ -446,6 +446,8 @@ static void test_bad_requests(void **s) {
       "{\"Pod\":{},\"Nodes\":{\"items\":7}}",
       "{\"Pod\":7,\"NodeNames\":[]}",
       "{\"NodeNames\":[\"node-a\"]}",
+      "{\"Pod\":{},\"NodeNames\":[\"node-a\"]} {\"Pod\":7}",
+      "{\"Pod\":{},\"NodeNames\":[\"node-a\"]}x",
   };
   const char *verbs[] = {"/filter", "/prioritize"};
   for (size_t v = 0; v < 2; v++)
@@ -459,9 +461,61 @@ static void test_bad_requests(void **s) {
         fail_msg("%s: no JSON error: %s", bad[i], out);
       if (i == 5) ext_expect_contains(out, "unknown field \\\"Surprise\\\"");
       if (i == 11 || i == 12) ext_expect_contains(out, "Pod is missing or not an object");
+      /* Issue 27: trailing bytes were ignored, and null read "not JSON: success". */
+      if (i == 2) ext_expect_contains(out, "request body is not a JSON object but null");
+      if (i == 3) ext_expect_contains(out, "request body is not a JSON object but array");
+      if (i == 4) ext_expect_contains(out, "request body is not a JSON object but int");
+      if (i == 1)
+        ext_expect_contains(out, "request body is not JSON: unexpected end of data at byte 1");
+      if (i >= 13) /* the first byte that is not white space */
+        ext_expect_contains(out, i == 13 ? "bytes after the JSON value, at byte 34"
+                                         : "bytes after the JSON value, at byte 33");
+      if (strstr(out, "success")) fail_msg("%s: %s", bad[i], out);
       json_object_put(o);
       free(out);
     }
+}
+
+/* Issue 27: json-c keeps a \u0000 inside a string and C then cuts it: a bind
+ * of "web\u0000x" was a bind of "web" (only the UID check stopped it).
+ * Refused wherever it is, with where; in filter's and bind's Error (HTTP
+ * 200: kube-scheduler shows that in the pod's events), a 400 for prioritize. */
+static void test_nul_strings(void **s) {
+  (void)s;
+  static const char *const filters[] = {
+      "{\"Pod\":{\"metadata\":{\"annotations\":{\"vgpu.io/use-gpuuuid\":\"GPU-a\\u0000,GPU-b\"}},"
+      "\"spec\":{\"containers\":[]}},\"NodeNames\":[\"node-a\"]}",
+      "{\"Pod\":{\"spec\":{}},\"NodeNames\":[\"node-a\\u0000evil\"]}",
+      "{\"Pod\":{\"spec\":{}},\"NodeNames\":[\"node-a\"],\"Pod\\u0000\":1}",
+  };
+  for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+    char *out = NULL;
+    assert_int_equal(ext_call("/filter", filters[i], strlen(filters[i]), &out), 200);
+    json_object *res = json_tokener_parse(out);
+    const char *e = json_object_get_string(json_object_object_get(res, "Error"));
+    ext_expect_contains(e, "request body: a string holds a NUL character (\\u0000) at byte");
+    assert_null(json_object_object_get(res, "NodeNames")); /* no node passes */
+    json_object_put(res);
+    free(out);
+    assert_int_equal(ext_call("/prioritize", filters[i], strlen(filters[i]), &out), 400);
+    ext_expect_contains(out, "NUL character");
+    free(out);
+  }
+  char *out = NULL;
+  static const char odd[] = "{\"Pod\":{\"spec\":{}},\"NodeNames\":[\"a\\\\u0000\"]}";
+  assert_int_equal(ext_call("/filter", odd, strlen(odd), &out), 200); /* a backslash, "u0000" */
+  ext_expect_contains(out, "\"Error\":\"\"");
+  free(out);
+  add_pod("nul", 1, 1024, 0, NULL, NULL);
+  static const char bind[] =
+      "{\"PodName\":\"nul\\u0000x\",\"PodNamespace\":\"default\","
+      "\"PodUID\":\"\",\"Node\":\"node-f\"}";
+  assert_int_equal(ext_call("/bind", bind, strlen(bind), &out), 200);
+  ext_expect_contains(out, "a string holds a NUL character");
+  ext_expect_contains(out, "PodName");
+  free(out);
+  char *a = ext_assigned("nul");
+  assert_null(a); /* not bound */
 }
 
 /* Pods whose request no node could ever take: 200, every candidate failed in
@@ -625,6 +679,7 @@ int main(void) {
       cmocka_unit_test(test_bind),
       cmocka_unit_test(test_concurrent_bind_last_gpu),
       cmocka_unit_test(test_bad_requests),
+      cmocka_unit_test(test_nul_strings),
       cmocka_unit_test(test_refused_pods),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_metrics_after),
