@@ -2,6 +2,9 @@
  * csv.c -- see csv.h.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +33,19 @@ int vg_csv_open(struct vg_csv *csv, const char *path, struct vg_err *err) {
   csv->path = path;
   csv->f = fopen(path, "r");
   if (!csv->f) return vg_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-  if (getline(&csv->line, &csv->cap, csv->f) < 0) {
+  /* fopen of a directory succeeds on Linux and the first read fails with
+   * EISDIR: without these checks both read as "empty file". */
+  struct stat st;
+  if (fstat(fileno(csv->f), &st) == 0 && S_ISDIR(st.st_mode)) {
     vg_csv_close(csv);
+    return vg_err_set(err, "%s: is a directory (expected a CSV file)", path);
+  }
+  errno = 0;
+  if (getline(&csv->line, &csv->cap, csv->f) < 0) {
+    int e = errno;
+    bool failed = ferror(csv->f);
+    vg_csv_close(csv);
+    if (failed) return vg_err_set(err, "%s: cannot read: %s", path, strerror(e ? e : EIO));
     return vg_err_set(err, "%s: empty file (expected a header line)", path);
   }
   csv->lineno = 1;

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "extender_int.h"
+#include "json_get.h"
 #include "log.h"
 
 /* {"Error": msg}, msg through ext_out_reason like every text we send; NULL
@@ -32,6 +33,19 @@
 static char *json_error(const char *msg) {
   struct ext_out o = {0};
   ext_out_lit(&o, "{\"Error\":");
+  ext_out_reason(&o, msg);
+  ext_out_lit(&o, "}");
+  return ext_out_take(&o);
+}
+
+/* An ExtenderFilterResult failing the whole request with msg (its Error):
+ * kube-scheduler fails the scheduling cycle and shows msg in the pod's
+ * events. NULL when out of memory. */
+static char *filter_error(const char *msg) {
+  struct ext_out o = {0};
+  ext_out_lit(&o,
+              "{\"Nodes\":null,\"NodeNames\":null,\"FailedNodes\":{},"
+              "\"FailedAndUnresolvableNodes\":{},\"Error\":");
   ext_out_reason(&o, msg);
   ext_out_lit(&o, "}");
   return ext_out_take(&o);
@@ -149,6 +163,10 @@ struct evaluated {
    * this reason, and no node ever could take the pod. */
   bool refused;
   char refusal[512];
+  /* Per candidate, its name's first position: a name given twice is looked
+   * at once and answered the same each time (kube-scheduler never sends
+   * one twice; a client that does must not make us read it twice). */
+  int *first;
 };
 
 struct eval_one {
@@ -167,18 +185,49 @@ static void eval_view(void *ctx, const struct node_view *v) {
   if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
 }
 
-static int evaluate(struct vg_ext *x, const char *body, bool score, json_object **root,
-                    struct pod_req *req, struct candidates *cs, struct evaluated *ev, char *why,
-                    size_t len) {
+/* Fills ev->first and, when views are to be read (look) and at least
+ * EXT_BATCH_MIN distinct names miss the cache, lists the cluster into batch
+ * (else it stays empty: each miss is read on its own). 0, or -1 with why. */
+static int first_names(struct vg_ext *x, const struct candidates *cs, struct evaluated *ev,
+                       bool look, struct ext_batch *batch, char *why, size_t len) {
+  struct ext_index ix;
+  ev->first = malloc(((size_t)cs->n + 1) * sizeof(int));
+  if (!ev->first || ext_index_init(&ix, (size_t)cs->n) != 0) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  int misses = 0;
+  for (int i = 0; i < cs->n; i++) {
+    ev->first[i] = ext_index_put(&ix, cs->names[i], i);
+    if (look && ev->first[i] == i && misses < EXT_BATCH_MIN &&
+        !ext_view_cached(x, cs->names[i], cs->objs[i]))
+      misses++;
+  }
+  ext_index_free(&ix);
+  struct vg_err err = {{0}};
+  if (misses >= EXT_BATCH_MIN && ext_batch_fetch(x, cs->cache_capable, batch, &err) != 0)
+    vg_warn("listing the cluster for %d candidates failed, reading them one by one: %s", cs->n,
+            err.msg);
+  return 0;
+}
+
+/* The request body as a JSON object, or NULL with why; *nul: it is JSON
+ * but a string holds a NUL (json_get.h) -- maybe a user's pod annotation,
+ * so filter and bind say so where the pod's events show it. */
+static json_object *parse_body(const char *body, size_t blen, bool *nul, char *why, size_t len) {
+  enum vg_json_bad bad;
+  json_object *root = vg_json_parse_object(body, blen, "request body", &bad, why, len);
+  *nul = !root && bad == VG_JSON_NUL;
+  return root;
+}
+
+static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score, json_object **root,
+                    struct pod_req *req, struct candidates *cs, struct evaluated *ev, bool *nul,
+                    char *why, size_t len) {
   json_object *pod = NULL;
   memset(ev, 0, sizeof(*ev));
   memset(cs, 0, sizeof(*cs));
-  enum json_tokener_error jerr;
-  *root = json_tokener_parse_verbose(body, &jerr);
-  if (!*root) {
-    snprintf(why, len, "request body is not JSON: %s", json_tokener_error_desc(jerr));
-    return -1;
-  }
+  if (!(*root = parse_body(body, blen, nul, why, len))) return -1;
   if (parse_args(*root, &pod, cs, why, len) != 0) return -1;
   size_t n = (size_t)cs->n + 1;
   ev->fits = calloc(n, sizeof(bool));
@@ -193,8 +242,17 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
     return -1;
   }
   ev->refused = ext_parse_pod(pod, req, ev->refusal, sizeof(ev->refusal)) != 0;
+  struct ext_batch batch = {0};
+  if (first_names(x, cs, ev, !ev->refused && req->n > 0, &batch, why, len) != 0) return -1;
   for (int i = 0; !ev->refused && i < cs->n; i++) {
     ev->why[i][0] = '\0';
+    if (ev->first[i] != i) {
+      int f = ev->first[i];
+      ev->fits[i] = ev->fits[f];
+      memcpy(ev->why[i], ev->why[f], sizeof(ev->why[i]));
+      if (score) ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f];
+      continue;
+    }
     if (req->n == 0) {
       ev->fits[i] = true; /* no GPU asked: nothing for us to check */
       continue;
@@ -205,9 +263,10 @@ static int evaluate(struct vg_ext *x, const char *body, bool score, json_object 
                          sizeof(ev->why[i]),
                          score ? &ev->core[i] : NULL,
                          score ? &ev->pod[i] : NULL};
-    ext_with_view(x, cs->names[i], cs->objs[i], false, eval_view, &o, ev->why[i],
+    ext_with_view(x, cs->names[i], cs->objs[i], &batch, false, eval_view, &o, ev->why[i],
                   sizeof(ev->why[i]));
   }
+  ext_batch_free(&batch);
   return 0;
 }
 
@@ -217,6 +276,7 @@ static void free_evaluated(struct evaluated *ev) {
   free(ev->cls);
   free(ev->core);
   free(ev->pod);
+  free(ev->first);
 }
 
 /* Preemption cannot make these fit: the node has no GPUs of ours, too few,
@@ -234,7 +294,7 @@ static bool unresolvable(enum ext_reason r) {
 static void failed_nodes(struct ext_out *o, const struct candidates *cs, const struct evaluated *ev,
                          bool only_unresolvable) {
   for (int i = 0, k = 0; i < cs->n; i++) {
-    if (ev->fits[i]) continue;
+    if (ev->fits[i] || ev->first[i] != i) continue; /* a map: each name once */
     if (only_unresolvable && !ev->refused && !unresolvable(ev->cls[i])) continue;
     if (k++) ext_out_lit(o, ",");
     ext_out_str(o, cs->names[i]);
@@ -243,22 +303,26 @@ static void failed_nodes(struct ext_out *o, const struct candidates *cs, const s
   }
 }
 
-static int do_filter(struct vg_ext *x, const char *body, char **out) {
+static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
   struct candidates cs;
   struct evaluated ev;
   char why[512];
   int status = 200;
-  if (evaluate(x, body, false, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
-    *out = json_error(why);
-    status = 400;
+  bool nul = false;
+  if (evaluate(x, body, len, false, &root, &req, &cs, &ev, &nul, why, sizeof(why)) != 0) {
+    /* A NUL in a string is answered in ExtenderFilterResult.Error, which
+     * kube-scheduler puts in the pod's events (a 400 shows only its code). */
+    *out = nul ? filter_error(why) : json_error(why);
+    status = nul ? 200 : 400;
     goto done;
   }
   pthread_mutex_lock(&x->lock);
   if (ev.refused) x->m.refused_pods++;
   for (int i = 0; !ev.refused && i < cs.n; i++)
-    if (!ev.fits[i]) x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
+    if (!ev.fits[i] && ev.first[i] == i)
+      x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
   pthread_mutex_unlock(&x->lock);
   struct ext_out o = {0};
   ext_out_lit(&o, cs.cache_capable ? "{\"Nodes\":null,\"NodeNames\":["
@@ -285,7 +349,7 @@ done:
   return status;
 }
 
-static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
+static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
   struct candidates cs;
@@ -295,7 +359,8 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   double *score = NULL;
   struct vg_cluster cl;
   vg_cluster_init(&cl);
-  if (evaluate(x, body, true, &root, &req, &cs, &ev, why, sizeof(why)) != 0) {
+  bool nul = false; /* kube-scheduler ignores a prioritize error: a 400 as for the rest */
+  if (evaluate(x, body, len, true, &root, &req, &cs, &ev, &nul, why, sizeof(why)) != 0) {
     *out = json_error(why);
     status = 400;
     goto done;
@@ -310,7 +375,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   int *idx = calloc((size_t)cs.n + 1, sizeof(int));
   for (int i = 0; core && i < cs.n; i++) {
     idx[i] = -1;
-    if (!ev.fits[i]) continue;
+    if (!ev.fits[i] || ev.first[i] != i) continue; /* each node once in the model */
     struct vg_node *n = &ev.core[i];
     size_t nlen = strnlen(cs.names[i], VG_SCHED_NAME_MAX - 1);
     memcpy(n->name, cs.names[i], nlen); /* the name only labels the node here */
@@ -324,6 +389,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, char **out) {
   double lo = INFINITY, hi = -INFINITY;
   for (int i = 0; i < cs.n; i++) {
     score[i] = NAN;
+    if (core && ev.first[i] != i) score[i] = score[ev.first[i]]; /* scored already */
     if (!core || !ev.fits[i] || idx[i] < 0) continue;
     if (!vg_fit(&cl.nodes[idx[i]], &ev.pod[i])) continue;
     struct vg_pick pick = {0};
@@ -357,16 +423,16 @@ done:
   return status;
 }
 
-static int do_bind(struct vg_ext *x, const char *body, char **out) {
+static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   static const char *const keys[] = {"PodName", "PodNamespace", "PodUID", "Node", NULL};
   json_object *vals[4] = {NULL, NULL, NULL, NULL};
   char why[512];
-  enum json_tokener_error jerr;
-  json_object *root = json_tokener_parse_verbose(body, &jerr);
-  if (!root) {
-    snprintf(why, sizeof(why), "request body is not JSON: %s", json_tokener_error_desc(jerr));
+  bool nul = false;
+  json_object *root = parse_body(body, len, &nul, why, sizeof(why));
+  if (!root) { /* a NUL: a 200 with Error, as for any bind that fails (the pod's events) */
+    if (nul) vg_warn("bind: %s", why);
     *out = json_error(why);
-    return 400;
+    return nul ? 200 : 400;
   }
   if (check_keys(root, keys, vals, why, sizeof(why)) != 0) {
     json_object_put(root);
@@ -486,6 +552,7 @@ void vg_ext_free(struct vg_ext *x) {
     free(e->inventory);
     free(e);
   }
+  ext_forget_bad_pods(x);
   vg_workload_free(&x->workload);
   pthread_mutex_destroy(&x->lock);
   free(x);
@@ -518,11 +585,11 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
     *out = json_error(len ? "request body contains a NUL byte" : "request body is empty");
     status = 400;
   } else if (v == 0) {
-    status = do_filter(x, body, out);
+    status = do_filter(x, body, len, out);
   } else if (v == 1) {
-    status = do_prioritize(x, body, out);
+    status = do_prioritize(x, body, len, out);
   } else if (v == 2) {
-    status = do_bind(x, body, out);
+    status = do_bind(x, body, len, out);
   } else if (v == 3) {
     *content_type = "text/plain";
     *out = strdup("ok\n");

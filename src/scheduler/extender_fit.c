@@ -133,6 +133,12 @@ static void gpu_take(const struct ctr_req *c, struct gpu_view *g) {
   ext_gpu_hold(g, c->resource, need_mem(c, g, res_for(c, g)), c->cores);
 }
 
+void ext_hold_anywhere(const struct pod_req *r, struct node_view *v) {
+  for (int i = 0; i < r->n; i++)
+    for (int j = 0; j < v->n; j++)
+      if (res_for(&r->c[i], &v->g[j])) gpu_take(&r->c[i], &v->g[j]);
+}
+
 /* Is GPU a (resource ra) better than b (rb) for the GPU policy? binpack:
  * less left; spread: more. */
 static bool better(enum ext_gpu_policy pol, const struct gpu_view *a, const struct res_view *ra,
@@ -180,7 +186,8 @@ static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
 
 struct tally {
   int advertised, other_dialect, eligible, fit, clash, reserve_short;
-  int64_t need_max, cap_max; /* bytes, among eligible GPUs */
+  const struct res_view *other; /* the first resource of c's name c cannot use */
+  int64_t need_max, cap_max;    /* bytes, among eligible GPUs */
   /* Eligible GPUs at their CCE slice cap (maxVgpus), and the first of them:
    * "0 have" alone leaves the user hunting for a memory shortage when the
    * GPU is refused for its slice count. */
@@ -195,8 +202,10 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
   for (int j = 0; j < v->n; j++) {
     const struct gpu_view *g = &v->g[j];
     const struct res_view *r = res_for(c, g);
-    for (int k = 0; !r && k < g->nres; k++)
-      t->other_dialect += !strcmp(g->res[k].name, c->resource);
+    for (int k = 0; !r && k < g->nres; k++) {
+      if (strcmp(g->res[k].name, c->resource) != 0) continue;
+      if (t->other_dialect++ == 0) t->other = &g->res[k];
+    }
     if (!r) continue;
     t->advertised++;
     if (!g->healthy || !selected(q, g)) continue;
@@ -214,6 +223,45 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
   }
 }
 
+static const char *dialect_name(enum ext_dialect d) {
+  return d == EXT_VGPU          ? "vgpu"
+         : d == EXT_GPUSHARE    ? "gpushare"
+         : d == EXT_TIMESLICING ? "time-slicing"
+         : d == EXT_CCE         ? "cce"
+                                : "unknown";
+}
+
+/* Container c asks for resource r, which the node advertises as `other`
+ * in a way c cannot use: what c asked for, in its own dialect, and what
+ * the node offers instead. */
+static void explain_dialect(const struct ctr_req *c, const struct res_view *other, char *why,
+                            size_t len) {
+  if (c->kind == EXT_KIND_COUNT && c->vgpu_only && other->dialect == EXT_TIMESLICING) {
+    snprintf(why, len,
+             "container %s: %s here is time-slicing, which takes no nvidia.com/gpumem, "
+             "gpumem-percentage or gpucores",
+             c->name, c->resource);
+    return;
+  }
+  char asked[160];
+  if (c->kind == EXT_KIND_GPUSHARE)
+    snprintf(asked, sizeof(asked), "%lld units of %s (gpushare)", (long long)c->units, c->resource);
+  else if (c->kind == EXT_KIND_CCE)
+    snprintf(asked, sizeof(asked), "%lld MiB of %s (cce)",
+             (long long)(c->units * EXT_CCE_UNIT / EXT_MIB), c->resource);
+  else
+    snprintf(asked, sizeof(asked), "%d %s (%s)", c->count, c->resource,
+             c->vgpu_only ? "vgpu, with gpumem or gpucores"
+                          : "a whole or time-sliced GPU, no gpumem or gpucores");
+  const char *detail = ", a dialect this request cannot use";
+  if (other->dialect == EXT_GPUSHARE && other->unit <= 0 && c->kind == EXT_KIND_GPUSHARE)
+    detail = " with no memory unit (unit 0), so no memory can be handed out";
+  else if (other->dialect == EXT_TIMESLICING && other->count <= 0 && c->kind == EXT_KIND_COUNT)
+    detail = " with no replicas (count 0)";
+  snprintf(why, len, "container %s asks for %s; %s here is advertised as %s%s", c->name, asked,
+           c->resource, dialect_name(other->dialect), detail);
+}
+
 /* Why container c does not fit view v (v unchanged). */
 static void explain(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
                     char *why, size_t len) {
@@ -223,10 +271,7 @@ static void explain(const struct pod_req *q, const struct ctr_req *c, const stru
   char need[64];
   describe_need(c, need, sizeof(need));
   if (t.advertised == 0 && t.other_dialect)
-    snprintf(why, len,
-             "container %s: %s here is time-slicing, which takes no nvidia.com/gpumem, "
-             "gpumem-percentage or gpucores",
-             c->name, c->resource);
+    explain_dialect(c, t.other, why, len);
   else if (t.advertised == 0)
     snprintf(why, len, "container %s asks for %s, which no GPU here advertises", c->name,
              c->resource);

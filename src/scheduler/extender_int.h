@@ -14,6 +14,8 @@
  *                       a bind writes, and the node in the placement core's terms
  *   extender_out.c      the answers, written as text; no '%' in any reason
  *   extender_watch.c    watches Pods and Nodes to drop cached views that changed
+ *   extender_batch.c    a name index; the Nodes and Pods listed once for a
+ *                       request whose candidates mostly miss the cache
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
  * See docs/scheduler.md.
  */
@@ -128,6 +130,43 @@ struct node_entry {
 
 struct ext_watch; /* extender_watch.c */
 
+/* ---- names and batched reads (extender_batch.c) ---- */
+
+/* A string -> int hash index; keys are borrowed (must outlive it). */
+struct ext_index {
+  size_t mask;
+  const char **keys;
+  int *vals;
+};
+uint32_t ext_hash(const char *s); /* FNV-1a */
+/* Room for n keys; 0, or -1 when out of memory. */
+int ext_index_init(struct ext_index *ix, size_t n);
+void ext_index_free(struct ext_index *ix);
+/* key's value; when key is new it is inserted with val (returned). */
+int ext_index_put(struct ext_index *ix, const char *key, int val);
+int ext_index_get(const struct ext_index *ix, const char *key); /* -1: absent */
+
+/* The Nodes and the Pods of the cluster, listed once for one request. */
+struct ext_batch {
+  bool ok;            /* fetched: views are built from these lists */
+  unsigned drops;     /* x->drops before the lists were read */
+  json_object *nodes; /* NodeList, NULL when the request carried the Nodes */
+  json_object *pods;  /* PodList */
+  struct ext_index node_names, pod_nodes;
+  int *pod_first, *pod_next; /* per pod_nodes group: a chain of items indexes */
+};
+/* Candidates a request reads at least this many views for go through one
+ * batch instead of two API requests each. */
+#define EXT_BATCH_MIN 16
+/* Lists the Pods, and the Nodes when nodes; 0, or -1 with err. */
+int ext_batch_fetch(struct vg_ext *x, bool nodes, struct ext_batch *b, struct vg_err *err);
+void ext_batch_free(struct ext_batch *b);
+json_object *ext_batch_node(const struct ext_batch *b, const char *name); /* NULL: none */
+/* The first of node's pods (an index into *items, the PodList's), -1: none;
+ * ext_batch_next gives the next, -1 after the last. */
+int ext_batch_pods(const struct ext_batch *b, const char *node, json_object **items);
+int ext_batch_next(const struct ext_batch *b, int pod);
+
 struct vg_ext {
   struct vg_k8s_client *client;
   const struct vg_policy *policy;
@@ -138,6 +177,12 @@ struct vg_ext {
   pthread_mutex_t lock;        /* nodes list, buckets and cached views */
   struct node_entry *nodes;
   struct node_entry *buckets[EXT_BUCKETS];
+  unsigned drops; /* views dropped so far: a batch read before a drop is not cached */
+  /* Pods whose vgpu.io/assigned was found unreadable ("ns/name/uid"), so
+   * that each is logged once (extender_view.c). At most EXT_BAD_PODS_MAX
+   * are remembered; beyond that each further one is logged every read. */
+  struct ext_index bad_pods;
+  int nbad_pods;
   struct ext_metrics m; /* under lock */
 };
 
@@ -154,8 +199,13 @@ int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
  * and prioritize read every candidate this way; copying ~4 kB per node per
  * request was a tenth of their time. */
 typedef void (*ext_view_fn)(void *ctx, const struct node_view *v);
-int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
-                  ext_view_fn use, void *ctx, char *why, size_t len);
+/* batch: when not NULL and fetched, a view not cached is built from its
+ * lists instead of the API. */
+int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                  const struct ext_batch *batch, bool fresh, ext_view_fn use, void *ctx, char *why,
+                  size_t len);
+/* Would ext_with_view (not fresh) find name's view in the cache now? */
+bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj);
 void ext_invalidate(struct vg_ext *x, const char *name);
 /* Drops every cached view (a watch came up, or went down: events missed). */
 void ext_invalidate_all(struct vg_ext *x);
@@ -171,6 +221,11 @@ void ext_view_copy(struct node_view *dst, const struct node_view *src);
 /* Adds one slice (resource, bytes, percent) to g's account: what an
  * assignment entry holds, and what fit takes when it places a container. */
 void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int cores);
+/* Notes a pod whose assignment is unreadable (key: "ns/name/uid"): true
+ * the first time (log it then), and counted in /metrics. */
+bool ext_note_bad_pod(struct vg_ext *x, const char *key);
+void ext_forget_bad_pods(struct vg_ext *x); /* vg_ext_free */
+#define EXT_BAD_PODS_MAX 4096
 /* The inventory annotation's text -> v (nothing used yet). */
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 
@@ -183,6 +238,9 @@ typedef int ext_picks[EXT_MAX_CTRS][VG_SCHED_MAX_GPUS];
  * itself is not changed); false with why when one does not fit. */
 bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
                   size_t len);
+/* A pod whose assignment cannot be read: each container's request taken
+ * from every GPU of v that could serve it (extender_view.c says why). */
+void ext_hold_anywhere(const struct pod_req *r, struct node_view *v);
 /* The vgpu.io/assigned object for a placement ext_pod_fits found on v. */
 json_object *ext_assignment(const char *node, const struct pod_req *r, const struct node_view *v,
                             ext_picks picks, struct vg_err *err);

@@ -29,6 +29,7 @@ enum ext_reason ext_reason_class(const char *why) {
       {"node not found", EXT_R_NODE_GONE},
       {"which no GPU here advertises", EXT_R_NOT_ADVERTISED},
       {"here is time-slicing", EXT_R_NOT_ADVERTISED},
+      {"here is advertised as", EXT_R_NOT_ADVERTISED},
       {"CCE slices of the other isolation mode", EXT_R_CCE_MODE},
       {"the largest GPU here has", EXT_R_TOO_LARGE},
       {"healthy", EXT_R_TOO_FEW_GPUS},
@@ -120,6 +121,10 @@ char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *n
          "Filters of a pod whose request no node can satisfy (bad values, two dialects, ...): "
          "every node failed with the reason.");
   fprintf(f, "vgpu_scheduler_refused_pods_total %llu\n", (unsigned long long)m->refused_pods);
+  family(f, "vgpu_scheduler_bad_assignments_total", "counter",
+         "Bound pods found with an unreadable vgpu.io/assigned (each counted once): what they "
+         "may hold is counted used, and the scheduler log says what.");
+  fprintf(f, "vgpu_scheduler_bad_assignments_total %llu\n", (unsigned long long)m->bad_assignments);
   histogram(f, m);
   family(f, "vgpu_scheduler_node_failures_total", "counter",
          "Nodes filter turned down, by reason (the reason text is in FailedNodes).");

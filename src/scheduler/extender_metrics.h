@@ -32,9 +32,10 @@ enum ext_reason {
 enum ext_bind_fail { EXT_B_CONFLICT, EXT_B_NO_FIT, EXT_B_API, EXT_B_OTHER, EXT_B_COUNT };
 
 struct ext_metrics {
-  uint64_t requests[5];                    /* filter prioritize bind healthz metrics */
-  uint64_t bad_requests;                   /* answered 4xx: not the verb's arguments */
-  uint64_t refused_pods;                   /* filters whose pod no node can ever take */
+  uint64_t requests[5];     /* filter prioritize bind healthz metrics */
+  uint64_t bad_requests;    /* answered 4xx: not the verb's arguments */
+  uint64_t refused_pods;    /* filters whose pod no node can ever take */
+  uint64_t bad_assignments; /* bound pods whose vgpu.io/assigned is unreadable (once each) */
   uint64_t lat_bucket[3][EXT_LAT_BUCKETS]; /* cumulative per upper bound */
   uint64_t lat_count[3];
   double lat_sum[3];

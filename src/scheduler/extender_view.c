@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "extender_int.h"
+#include "log.h"
 
 #define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
 
@@ -156,28 +157,90 @@ static void hold(struct node_view *v, const char *resource, const struct vg_assi
     if (strcmp(v->g[j].uuid, a->uuid) == 0) ext_gpu_hold(&v->g[j], resource, a->memory, a->cores);
 }
 
-static int hold_pod(json_object *pod, struct node_view *v, char *why, size_t len) {
+static bool uuid_char(char c) {
+  return c == '-' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+         (c >= 'A' && c <= 'Z');
+}
+
+/* Does text name uuid as a whole (not "GPU-x-1" inside "GPU-x-10")? */
+static bool names_uuid(const char *text, const char *uuid) {
+  size_t n = strlen(uuid);
+  for (const char *p = text; n && (p = strstr(p, uuid)) != NULL; p++)
+    if ((p == text || !uuid_char(p[-1])) && !uuid_char(p[n])) return true;
+  return false;
+}
+
+/* A pod bound here whose vgpu.io/assigned cannot be read still holds what
+ * the device plugin gave it; which GPUs, and how much, is unknown. Failing
+ * the node for every GPU pod (as before) let one bad annotation take a whole
+ * node out; counting the pod as nothing could hand its GPUs out twice. So it
+ * costs what it might hold, and no more:
+ *   - the node's GPUs whose UUID the text still names: wholly used;
+ *   - none named: its request (the pod spec) on every GPU that could serve
+ *     it, since any of them might be the one;
+ *   - its request unreadable too: every GPU wholly used.
+ * What was counted is logged once per pod, and counted in /metrics. */
+static void hold_unreadable(struct vg_ext *x, const char *node, json_object *pod,
+                            struct node_view *v, const char *error) {
+  json_object *meta = ext_get(pod, "metadata");
+  const char *text = ext_get_str(ext_get(meta, "annotations"), VG_ANN_ASSIGNED);
+  char counted[256] = "";
+  size_t used = 0;
+  for (int j = 0; text && j < v->n; j++) {
+    if (!names_uuid(text, v->g[j].uuid)) continue;
+    ext_gpu_hold(&v->g[j], "", v->g[j].mem, 100); /* 100 percent cores: nothing joins it */
+    if (used < sizeof(counted))
+      used += (size_t)snprintf(counted + used, sizeof(counted) - used, "%s%s",
+                               used ? ", " : "counted wholly used: GPUs ", v->g[j].uuid);
+  }
+  struct pod_req req;
+  char why[512];
+  int parsed = used ? 0 : ext_parse_pod(pod, &req, why, sizeof(why));
+  if (used == 0 && parsed == 0) {
+    ext_hold_anywhere(&req, v);
+    snprintf(counted, sizeof(counted), "%s",
+             req.n ? "it names no GPU of the node: its request is counted on each GPU that "
+                     "could serve it"
+                   : "it asks for no GPU: nothing counted");
+  } else if (used == 0) {
+    for (int j = 0; j < v->n; j++) ext_gpu_hold(&v->g[j], "", v->g[j].mem, 100);
+    snprintf(counted, sizeof(counted),
+             "neither its GPUs nor its request (%.160s) readable: every GPU counted wholly used",
+             why);
+  }
+  const char *uid = ext_get_str(meta, "uid"), *ns = ext_get_str(meta, "namespace");
+  const char *name = ext_get_str(meta, "name");
+  char key[400];
+  snprintf(key, sizeof(key), "%.150s/%.150s/%.90s", ns ? ns : "", name ? name : "", uid ? uid : "");
+  if (ext_note_bad_pod(x, key))
+    vg_warn("pod %s/%s on node %s: %s; %s", ns ? ns : "?", name ? name : "?", node, error, counted);
+}
+
+static void hold_pod(struct vg_ext *x, const char *node, json_object *pod, struct node_view *v) {
   const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
-  if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return 0;
+  if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return;
   struct vg_assignment a;
   struct vg_err aerr = {{0}};
   int has = vg_assign_from_pod(pod, &a, &aerr);
   if (has < 0) {
-    /* What it holds is unknown: counting it as nothing could oversubscribe. */
-    json_object *meta = ext_get(pod, "metadata");
-    snprintf(why, len, "pod %.100s/%.100s: %.300s", ext_get_str(meta, "namespace"),
-             ext_get_str(meta, "name"), aerr.msg);
-    return -1;
+    hold_unreadable(x, node, pod, v, aerr.msg);
+    return;
   }
   for (int c = 0; has && c < a.nctrs; c++)
     for (int k = 0; k < a.ctr[c].ngpus; k++) hold(v, a.ctr[c].resource, &a.ctr[c].gpu[k]);
   if (has) vg_assign_free(&a);
-  return 0;
 }
 
-/* Subtracts what the pods bound to the node hold. */
-static int subtract_pods(struct vg_ext *x, const char *node, struct node_view *v, char *why,
-                         size_t len) {
+/* Subtracts what the pods bound to the node hold: from batch's list when
+ * given, else from a list of the node's pods. */
+static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_batch *batch,
+                         struct node_view *v, char *why, size_t len) {
+  if (batch) {
+    json_object *items;
+    for (int i = ext_batch_pods(batch, node, &items); i >= 0; i = ext_batch_next(batch, i))
+      hold_pod(x, node, json_object_array_get_idx(items, (size_t)i), v);
+    return 0;
+  }
   json_object *list = NULL;
   struct vg_err err = {{0}};
   char rv[64];
@@ -188,11 +251,9 @@ static int subtract_pods(struct vg_ext *x, const char *node, struct node_view *v
   json_object *items = ext_get(list, "items");
   size_t n =
       items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && i < n; i++)
-    rc = hold_pod(json_object_array_get_idx(items, i), v, why, len);
+  for (size_t i = 0; i < n; i++) hold_pod(x, node, json_object_array_get_idx(items, i), v);
   json_object_put(list);
-  return rc;
+  return 0;
 }
 
 static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
@@ -205,11 +266,7 @@ void ext_view_copy(struct node_view *dst, const struct node_view *src) {
   memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
 }
 
-static unsigned bucket_of(const char *name) {
-  uint32_t h = 2166136261u; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
-  return h % EXT_BUCKETS;
-}
+static unsigned bucket_of(const char *name) { return ext_hash(name) % EXT_BUCKETS; }
 
 /* The entry for name, or NULL. Lock held. */
 static struct node_entry *find_entry(struct vg_ext *x, const char *name) {
@@ -238,6 +295,14 @@ static const char *inventory_text(json_object *node) {
   return ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_ANN_INVENTORY);
 }
 
+/* Is e's view fresh at now (and, for a Node from the request, built from
+ * its inventory inv)? Lock held. */
+static bool fresh_at(const struct vg_ext *x, const struct node_entry *e, const struct timespec *now,
+                     bool from_request, const char *inv) {
+  if (!e->at.tv_sec || elapsed_ms(&e->at, now) >= (double)ext_view_ttl_ms(x)) return false;
+  return !from_request || (inv && e->inventory && strcmp(e->inventory, inv) == 0);
+}
+
 /* The cached view when fresh; with a Node from the request (inv: its
  * inventory text, maybe NULL) only if it was built from the same inventory,
  * so that a full NodeList does not cost a pod list per node per request.
@@ -248,8 +313,7 @@ static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec
                    size_t len, int *rc, unsigned *gen) {
   pthread_mutex_lock(&x->lock);
   *gen = e->gen;
-  bool hit = use != NULL && e->at.tv_sec && elapsed_ms(&e->at, now) < (double)ext_view_ttl_ms(x);
-  if (from_request) hit = hit && inv && e->inventory && strcmp(e->inventory, inv) == 0;
+  bool hit = use != NULL && fresh_at(x, e, now, from_request, inv);
   if (hit) {
     *rc = e->rc;
     if (e->rc != 0) /* a fitting node's why is empty: no formatting per node and request */
@@ -263,12 +327,15 @@ static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec
 }
 
 /* Caches what was read, unless an invalidation came in since the read began
- * (gen): the view may predate that change, so it is used once, not kept. */
+ * (gen; for a batch, any drop since its lists were read): the view may
+ * predate that change, so it is used once, not kept. */
 static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, unsigned gen,
-                  int rc, const char *inv, const struct node_view *v, const char *why) {
+                  const struct ext_batch *batch, int rc, const char *inv, const struct node_view *v,
+                  const char *why) {
   char *copy = inv ? strdup(inv) : NULL;
   pthread_mutex_lock(&x->lock);
-  e->at = e->gen == gen ? *now : (struct timespec){0, 0};
+  bool keep = e->gen == gen && (!batch || batch->drops == x->drops);
+  e->at = keep ? *now : (struct timespec){0, 0};
   e->rc = rc;
   ext_view_copy(&e->view, v);
   snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
@@ -277,8 +344,21 @@ static void store(struct vg_ext *x, struct node_entry *e, const struct timespec 
   pthread_mutex_unlock(&x->lock);
 }
 
-int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
-                  ext_view_fn use, void *ctx, char *why, size_t len) {
+bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj) {
+  const char *inv = inventory_text(node_obj);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  pthread_mutex_lock(&x->lock);
+  struct node_entry *e = find_entry(x, name);
+  bool hit = e && fresh_at(x, e, &now, node_obj != NULL, inv);
+  pthread_mutex_unlock(&x->lock);
+  return hit;
+}
+
+int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                  const struct ext_batch *batch, bool fresh, ext_view_fn use, void *ctx, char *why,
+                  size_t len) {
+  if (batch && !batch->ok) batch = NULL;
   struct node_entry *e = ext_entry(x, name);
   if (!e) {
     snprintf(why, len, "out of memory");
@@ -294,19 +374,26 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj, boo
   json_object *fetched = NULL;
   struct node_view v;
   v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
-  if (!node_obj) {
+  if (!node_obj && batch) {
+    node_obj = ext_batch_node(batch, name);
+    if (!node_obj) {
+      snprintf(why, len, "node not found");
+      store(x, e, &now, gen, batch, -1, NULL, &v, why);
+      return -1;
+    }
+  } else if (!node_obj) {
     struct vg_err err = {{0}};
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
     if (k != 0) {
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      store(x, e, &now, gen, -1, NULL, &v, why);
+      store(x, e, &now, gen, NULL, -1, NULL, &v, why);
       return -1;
     }
     node_obj = fetched;
   }
   rc = view_from_node(node_obj, &v, why, len);
-  if (rc == 0) rc = subtract_pods(x, name, &v, why, len);
-  store(x, e, &now, gen, rc, inventory_text(node_obj), &v, why);
+  if (rc == 0) rc = subtract_pods(x, name, batch, &v, why, len);
+  store(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
   if (rc == 0) use(ctx, &v);
   return rc;
@@ -317,31 +404,56 @@ static void copy_out(void *ctx, const struct node_view *v) { ext_view_copy(ctx, 
 int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
                   struct node_view *v, char *why, size_t len) {
   v->n = 0;
-  return ext_with_view(x, name, node_obj, fresh, copy_out, v, why, len);
+  return ext_with_view(x, name, node_obj, NULL, fresh, copy_out, v, why, len);
 }
 
-static void drop(struct node_entry *e) {
+static void drop(struct vg_ext *x, struct node_entry *e) {
   e->at = (struct timespec){0, 0};
   e->gen++;
+  x->drops++;
 }
 
 void ext_invalidate(struct vg_ext *x, const char *name) {
   struct node_entry *e = ext_entry(x, name);
   if (!e) return;
   pthread_mutex_lock(&x->lock);
-  drop(e);
+  drop(x, e);
   pthread_mutex_unlock(&x->lock);
 }
 
 void ext_invalidate_known(struct vg_ext *x, const char *name) {
   pthread_mutex_lock(&x->lock);
   struct node_entry *e = find_entry(x, name);
-  if (e) drop(e);
+  if (e) drop(x, e);
   pthread_mutex_unlock(&x->lock);
 }
 
 void ext_invalidate_all(struct vg_ext *x) {
   pthread_mutex_lock(&x->lock);
-  for (struct node_entry *e = x->nodes; e; e = e->next) drop(e);
+  for (struct node_entry *e = x->nodes; e; e = e->next) drop(x, e);
   pthread_mutex_unlock(&x->lock);
+}
+
+bool ext_note_bad_pod(struct vg_ext *x, const char *key) {
+  pthread_mutex_lock(&x->lock);
+  bool first = ext_index_get(&x->bad_pods, key) < 0;
+  if (first) {
+    x->m.bad_assignments++;
+    char *copy = x->nbad_pods < EXT_BAD_PODS_MAX ? strdup(key) : NULL;
+    if (copy && (x->bad_pods.keys || ext_index_init(&x->bad_pods, EXT_BAD_PODS_MAX) == 0)) {
+      ext_index_put(&x->bad_pods, copy, 1);
+      x->nbad_pods++;
+    } else {
+      free(copy);
+    }
+  }
+  pthread_mutex_unlock(&x->lock);
+  return first;
+}
+
+void ext_forget_bad_pods(struct vg_ext *x) {
+  for (size_t i = 0; x->bad_pods.keys && i <= x->bad_pods.mask; i++)
+    free((char *)x->bad_pods.keys[i]);
+  ext_index_free(&x->bad_pods);
+  x->nbad_pods = 0;
 }

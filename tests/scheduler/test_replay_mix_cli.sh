@@ -47,15 +47,17 @@ run --pool "$tmp/pool.csv" --mix gpuspec=30 --mix-seed 7 --write-pods "$tmp/s2.c
 cmp -s "$tmp/s1.csv" "$tmp/s2.csv" || fail "the same --mix-seed wrote different lists"
 grep -q ',T4$' "$tmp/s1.csv" || fail "gpuspec=30 pinned no pod to T4"
 
-refused() { # WANT ARGS...: exit 2 and WANT on stderr
-  local want=$1 err rc
-  shift
+exits() { # RC WANT ARGS...: exit RC and WANT on stderr
+  local want_rc=$1 want=$2 err rc
+  shift 2
   err=$(run "$@" 2>&1 >/dev/null)
   rc=$?
-  if [ $rc -ne 2 ] || ! grep -qF -- "$want" <<<"$err"; then
-    fail "'$*': exit $rc, stderr '$err' (want 2, '$want')"
+  if [ $rc -ne "$want_rc" ] || ! grep -qF -- "$want" <<<"$err"; then
+    fail "'$*': exit $rc, stderr '$err' (want $want_rc, '$want')"
   fi
 }
+refused() { exits 2 "$@"; } # WANT ARGS...: a bad command line
+load_error() { exits 1 "$@"; } # WANT ARGS...: a file that cannot be loaded
 refused "bad --mix 'multigpu': want FAMILY=PCT" --mix multigpu
 refused "PCT must be a number from 0 to below 100" --mix cpu=100
 refused "--pool and --write-pods go with --mix" --pool "$tmp/pool.csv"
@@ -65,6 +67,17 @@ refused "unknown option '--mix-sed' (did you mean --mix-seed?)" --mix cpu=10 --m
 refused "unexpected argument 'stray'" stray
 refused "option '--pool' needs a value" --mix cpu=10 --pool
 refused "bad --tune 'x' (0 < X <= 10)" --tune x
+
+# A path option naming a directory says so (it read as "empty file"); an
+# empty file still says empty.
+load_error "$tmp: is a directory (expected a CSV file)" --pods "$tmp"
+load_error "$tmp: is a directory (expected a CSV file)" --nodes "$tmp"
+load_error "$tmp: is a directory (expected a CSV file)" --mix cpu=10 --pool "$tmp"
+load_error "$tmp/none.csv: cannot open: No such file or directory" --pods "$tmp/none.csv"
+: >"$tmp/empty.csv"
+load_error "$tmp/empty.csv: empty file (expected a header line)" --pods "$tmp/empty.csv"
+load_error "$tmp: Is a directory" --mix cpu=10 --pool "$tmp/pool.csv" --write-pods "$tmp"
+
 out=$(run --mix gpuspec=20 2>&1)
 rc=$?
 if [ $rc -ne 1 ] || ! grep -qF "the pool has no model-constrained pods to draw from" <<<"$out"; then

@@ -244,6 +244,33 @@ static void test_time_slicing(void **s) {
                 "asks for 3 GPUs, the node has 2 healthy nvidia.com/gpu GPUs");
   expect_misfit("\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"", NULL, "ts-a",
                 "is time-slicing, which takes no");
+  /* Issue 27: a pod that asked no gpumem was told "time-slicing, which takes
+   * no nvidia.com/gpumem" whenever its resource was advertised in a form it
+   * cannot use. The reason names what it asked and what the node offers. */
+  ext_add_node("gs-nounit", 1, 16, "T4",
+               "[{\"name\":\"aliyun.com/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16,"
+               "\"unit\":0}]",
+               0);
+  ext_add_node("ts-none", 1, 16, "T4",
+               "[{\"name\":\"nvidia.com/gpu\",\"dialect\":\"timeSlicing\",\"count\":0,"
+               "\"unit\":0}]",
+               0);
+  ext_add_node("gpu-as-cce", 1, 16, "T4",
+               "[{\"name\":\"nvidia.com/gpu\",\"dialect\":\"cce\",\"count\":64,"
+               "\"maxVgpus\":4}]",
+               0);
+  expect_misfit("\"aliyun.com/gpu-mem\":\"2\"", NULL, "gs-nounit",
+                "container main asks for 2 units of aliyun.com/gpu-mem (gpushare); "
+                "aliyun.com/gpu-mem here is advertised as gpushare with no memory unit");
+  expect_misfit("\"nvidia.com/gpu\":\"1\"", NULL, "ts-none",
+                "container main asks for 1 nvidia.com/gpu (a whole or time-sliced GPU, no gpumem "
+                "or gpucores); nvidia.com/gpu here is advertised as time-slicing with no replicas");
+  expect_misfit("\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpucores\":\"20\"", NULL, "gpu-as-cce",
+                "asks for 1 nvidia.com/gpu (vgpu, with gpumem or gpucores); nvidia.com/gpu here "
+                "is advertised as cce, a dialect this request cannot use");
+  json_object *res = filter("\"aliyun.com/gpu-mem\":\"2\"", NULL, "\"gs-nounit\"");
+  assert_non_null(ext_unresolvable_reason(res, "gs-nounit")); /* no preemption helps */
+  json_object_put(res);
   /* Renamed resource, 2 replicas: the third pod finds no replica free. */
   expect_bound("tss-1", "\"nvidia.com/gpu.shared\":\"1\"", NULL, "ts-shared");
   expect_bound("tss-2", "\"nvidia.com/gpu.shared\":\"1\"", NULL, "ts-shared");

@@ -518,6 +518,13 @@ static void test_malformed(void **state) {
       {"{\"apiVersion\":", "not JSON"},
       {"[1,2", "not JSON"},
       {"{} trailing", "not JSON"},
+      /* Issue 27: null read "not JSON: success"; a \u0000 cut the string. */
+      {"null", "request body is not a JSON object but null"},
+      {"[{}]", "request body is not a JSON object but array"},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+       "{\"uid\":\"u\",\"object\":{\"metadata\":{\"annotations\":{\"vgpu.io/assigned\\u0000\":"
+       "\"{}\"}}}}}",
+       "a string holds a NUL character (\\u0000) at byte"},
       {"{}", "apiVersion"},
       {"{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\"}", "apiVersion"},
       {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}", "kind"},
