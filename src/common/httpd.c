@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "log.h"
+#include "textbuf.h"
 
 /* Descriptors kept out of the connection limit: the API client's
  * connections and watch streams, files, and libmicrohttpd's own epoll and
@@ -173,19 +174,9 @@ enum vg_httpd_step vg_httpd_body_next(struct MHD_Connection *conn, void **con_cl
     b->len = b->cap = 0;
     return VG_HTTPD_MORE;
   }
-  if (b->len + n + 1 > b->cap) { /* only without a Content-Length */
-    size_t cap = b->cap < 65536 ? 65536 : b->cap;
-    while (cap < b->len + n + 1) cap *= 2;
-    if (cap > max + 1) cap = max + 1;
-    char *p = realloc(b->data, cap);
-    if (p == NULL) return VG_HTTPD_FAIL;
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, upload, n);
-  b->len += n;
-  b->data[b->len] = '\0';
-  return VG_HTTPD_MORE;
+  /* With a Content-Length the buffer holds it all already: no realloc. */
+  return vg_text_append(&b->data, &b->len, &b->cap, upload, n, 65536) ? VG_HTTPD_MORE
+                                                                      : VG_HTTPD_FAIL;
 }
 
 void vg_httpd_body_free(void *cls, struct MHD_Connection *conn, void **con_cls,
