@@ -17,12 +17,14 @@
 #   make bench-replay    placement quality on the Alibaba GPU trace, every policy, and on the
 #                        workload families made from it (bench/replay.sh, bench/families.sh)
 #   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
+#   make bench-load      the HTTP servers under load on 127.0.0.1: 10,000 idle connections, 2,000
+#                        simultaneous /filter calls, /healthz beside idle ones, peak RSS (bench/load.sh)
 #   make fuzz      every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 60) each
 #   make fuzz-smoke the same for 10 s each: `make test`'s fuzz stage
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender fuzz fuzz-smoke format clean
+.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-load fuzz fuzz-smoke format clean
 
 all: build
 
@@ -97,6 +99,9 @@ bench-replay: build
 
 bench-extender: build
 	@/usr/bin/python3 bench/extender_latency.py
+
+bench-load: build
+	@bash bench/load.sh
 
 format:
 	@find src tests bench -name '*.[ch]' | xargs clang-format -i

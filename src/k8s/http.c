@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "textbuf.h"
+
 #define TOKEN_REFRESH_S 60
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -184,20 +186,10 @@ struct buf {
 static size_t collect(char *data, size_t size, size_t n, void *arg) {
   struct buf *b = arg;
   size_t add = size * n;
-  if (b->len + add + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + add + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (p == NULL) {
-      b->oom = true;
-      return 0;
-    }
-    b->p = p;
-    b->cap = cap;
+  if (!vg_text_append(&b->p, &b->len, &b->cap, data, add, 4096)) {
+    b->oom = true;
+    return 0;
   }
-  memcpy(b->p + b->len, data, add);
-  b->len += add;
-  b->p[b->len] = '\0';
   return add;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "textbuf.h"
 
 const char *vg_k8s_event_name(enum vg_k8s_event type) {
   static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
@@ -31,18 +32,7 @@ struct stream {
 };
 
 static bool append(struct stream *s, const char *data, size_t n) {
-  if (s->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 8192;
-    while (cap < s->len + n + 1) cap *= 2;
-    char *p = realloc(s->line, cap);
-    if (p == NULL) return false;
-    s->line = p;
-    s->cap = cap;
-  }
-  memcpy(s->line + s->len, data, n);
-  s->len += n;
-  s->line[s->len] = '\0';
-  return true;
+  return vg_text_append(&s->line, &s->len, &s->cap, data, n, 8192);
 }
 
 /* One event line. Returns false to end the stream. */

@@ -50,7 +50,7 @@ struct vg_metrics_server *vg_metrics_server_start(const char *listen,
     return NULL;
   }
   s->src = src;
-  struct vg_httpd_options o = {.handler = handler, .handler_cls = s, .timeout_s = 30};
+  struct vg_httpd_options o = {.handler = handler, .handler_cls = s, .timeout_s = 30, .threads = 2};
   s->daemon = vg_httpd_start(&sa, &o, &s->port, err);
   if (s->daemon == NULL) {
     free(s);

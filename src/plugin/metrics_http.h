@@ -1,7 +1,8 @@
 /*
  * metrics_http.h -- the node agent's HTTP endpoint (libmicrohttpd):
- * GET /metrics (Prometheus text, metrics.h) and GET /healthz. One thread per
- * connection, so a slow scraper never holds up another.
+ * GET /metrics (Prometheus text, metrics.h) and GET /healthz, on httpd.h's
+ * epoll thread pool; a render takes no lock a scrape could hold for long,
+ * so two threads keep a slow scraper from holding up the kubelet's probe.
  */
 #ifndef VG_PLUGIN_METRICS_HTTP_H
 #define VG_PLUGIN_METRICS_HTTP_H

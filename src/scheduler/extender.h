@@ -52,9 +52,19 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
 
 /* ---- HTTP server (extender_http.c) ---- */
 struct vg_ext_server;
+/* A request body's limit when none is given: ExtenderArgs with
+ * nodeCacheCapable: true is a Pod (at most 1.5 MiB, etcd's object limit)
+ * and node names (5,000 of Kubernetes' longest, 253 bytes, are 1.3 MiB);
+ * 8 MiB leaves room for both and more. docs/scheduler.md. */
+#define VG_EXT_MAX_BODY (8u << 20)
+struct vg_ext_server_limits {
+  size_t max_body;         /* bytes; 0 = VG_EXT_MAX_BODY; over it: 413 */
+  unsigned idle_timeout_s; /* idle connections closed after; 0 = 60 */
+};
 /* Listens on listen, "ADDR:PORT" (IPv4; port 0 = any free one); NULL with
  * err naming what is wrong with the address or why it cannot listen. */
-struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen, struct vg_err *err);
+struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen,
+                                          const struct vg_ext_server_limits *l, struct vg_err *err);
 int vg_ext_server_port(const struct vg_ext_server *s);
 void vg_ext_server_stop(struct vg_ext_server *s);
 

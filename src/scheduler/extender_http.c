@@ -1,25 +1,19 @@
 /*
- * extender_http.c -- the extender's HTTP server: libmicrohttpd, one thread
- * per connection, bodies collected up to 64 MiB and handed to vg_ext_handle.
+ * extender_http.c -- the extender's HTTP server: libmicrohttpd (httpd.h),
+ * bodies collected up to a limit (413 beyond) and handed to vg_ext_handle.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "extender.h"
 #include "httpd.h"
 
-#define MAX_BODY (64u * 1024u * 1024u)
-
 struct vg_ext_server {
   struct MHD_Daemon *d;
   struct vg_ext *x;
+  size_t max_body;
   int port;
-};
-
-struct req_body {
-  char *data;
-  size_t len;
-  bool too_big;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *conn, int status, char *body,
@@ -27,50 +21,40 @@ static enum MHD_Result reply(struct MHD_Connection *conn, int status, char *body
   return vg_httpd_reply(conn, (unsigned)status, body, body ? strlen(body) : 0, type);
 }
 
+static enum MHD_Result too_big(struct MHD_Connection *conn, size_t max) {
+  char msg[256];
+  snprintf(msg, sizeof(msg),
+           "{\"Error\":\"request body over %zu MiB (--max-body-mib): with nodeCacheCapable: "
+           "false kube-scheduler sends every Node; raise the limit or set it true\"}",
+           max >> 20);
+  return reply(conn, 413, strdup(msg), "application/json");
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   (void)version;
   struct vg_ext_server *s = cls;
-  struct req_body *b = *con_cls;
-  if (!b) {
-    if (!(b = calloc(1, sizeof(*b)))) return MHD_NO;
-    *con_cls = b;
-    return MHD_YES;
+  switch (vg_httpd_body_next(conn, con_cls, upload, upload_size, s->max_body)) {
+    case VG_HTTPD_MORE:
+      return MHD_YES;
+    case VG_HTTPD_TOO_BIG:
+      return too_big(conn, s->max_body);
+    case VG_HTTPD_FAIL:
+      return MHD_NO;
+    case VG_HTTPD_DONE:
+      break;
   }
-  if (*upload_size) {
-    if (b->len + *upload_size > MAX_BODY) {
-      b->too_big = true;
-    } else if (!b->too_big) {
-      char *n = realloc(b->data, b->len + *upload_size + 1);
-      if (!n) return MHD_NO;
-      memcpy(n + b->len, upload, *upload_size);
-      b->data = n;
-      b->len += *upload_size;
-      b->data[b->len] = 0;
-    }
-    *upload_size = 0;
-    return MHD_YES;
-  }
-  if (b->too_big)
-    return reply(conn, 413, strdup("{\"Error\":\"request body over 64 MiB\"}"), "application/json");
+  const struct vg_httpd_body *b = *con_cls;
   char *out = NULL;
   const char *type = "application/json";
-  int status = vg_ext_handle(s->x, method, url, b->data ? b->data : "", b->len, &out, &type);
+  int status = vg_ext_handle(s->x, method, url, b->data, b->len, &out, &type);
   if (!out) return MHD_NO;
   return reply(conn, status, out, type);
 }
 
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                      enum MHD_RequestTerminationCode code) {
-  (void)cls, (void)conn, (void)code;
-  struct req_body *b = *con_cls;
-  if (b) free(b->data);
-  free(b);
-  *con_cls = NULL;
-}
-
 struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen,
+                                          const struct vg_ext_server_limits *l,
                                           struct vg_err *err) {
   struct sockaddr_in sa;
   if (!vg_httpd_parse_listen("--listen", listen, &sa, err)) return NULL;
@@ -80,8 +64,14 @@ struct vg_ext_server *vg_ext_server_start(struct vg_ext *x, const char *listen,
     return NULL;
   }
   s->x = x;
-  struct vg_httpd_options o = {
-      .handler = handler, .handler_cls = s, .completed = completed, .timeout_s = 60};
+  s->max_body = l->max_body > 0 ? l->max_body : VG_EXT_MAX_BODY;
+  /* 16 threads: a filter at --cache-ttl-ms 0 waits on the API server, and
+   * kube-scheduler's binds run in parallel. */
+  struct vg_httpd_options o = {.handler = handler,
+                               .handler_cls = s,
+                               .completed = vg_httpd_body_free,
+                               .timeout_s = l->idle_timeout_s > 0 ? l->idle_timeout_s : 60,
+                               .threads = 16};
   s->d = vg_httpd_start(&sa, &o, &s->port, err);
   if (!s->d) {
     free(s);

@@ -3,6 +3,7 @@
  *
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
  *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
+ *                  [--max-body-mib N] [--idle-timeout-s N]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
  * until SIGINT/SIGTERM. See docs/scheduler.md.
@@ -25,6 +26,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
+          "                      [--max-body-mib N] [--idle-timeout-s N]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -40,6 +42,9 @@ static void usage(FILE *f) {
           "  --no-watch          do not watch Pods and Nodes (views then live --cache-ttl-ms)\n"
           "  --resize-poll-ms N  how often to look for live resize requests (kubectl vgpu\n"
           "                      resize, docs/resize.md; default 1000; 0 = do not serve them)\n"
+          "  --max-body-mib N    refuse request bodies over N MiB with 413 (default 8: a\n"
+          "                      Pod and node names; raise it for nodeCacheCapable: false)\n"
+          "  --idle-timeout-s N  close connections idle this long (default 60)\n"
           "  --version           print the version and exit\n");
 }
 
@@ -52,10 +57,13 @@ int main(int argc, char **argv) {
                                        {"help", no_argument, NULL, 'h'},
                                        {"version", no_argument, NULL, 'V'},
                                        {"resize-poll-ms", required_argument, NULL, 'r'},
+                                       {"max-body-mib", required_argument, NULL, 'b'},
+                                       {"idle-timeout-s", required_argument, NULL, 'i'},
                                        {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
+  struct vg_ext_server_limits limits = {0};
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   while ((c = vg_getopt_long(argc, argv, "h", opts, "vgpu-scheduler")) != -1) {
@@ -92,6 +100,24 @@ int main(int argc, char **argv) {
                   optarg);
           return 2;
         }
+        break;
+      }
+      case 'b':
+      case 'i': {
+        /* Bounded so that N MiB fits size_t and N seconds libmicrohttpd's unsigned. */
+        char *end;
+        errno = 0;
+        long v = strtol(optarg, &end, 10);
+        long most = c == 'b' ? 1024 : 86400;
+        if (*optarg == '\0' || *end != '\0' || errno != 0 || v < 1 || v > most) {
+          fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number from 1 to %ld\n",
+                  c == 'b' ? "max-body-mib" : "idle-timeout-s", optarg, most);
+          return 2;
+        }
+        if (c == 'b')
+          limits.max_body = (size_t)v << 20;
+        else
+          limits.idle_timeout_s = (unsigned)v;
         break;
       }
       case 'W':
@@ -147,7 +173,7 @@ int main(int argc, char **argv) {
   }
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
-  struct vg_ext_server *srv = x ? vg_ext_server_start(x, listen, &err) : NULL;
+  struct vg_ext_server *srv = x ? vg_ext_server_start(x, listen, &limits, &err) : NULL;
   if (!srv) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
     vg_ext_free(x);

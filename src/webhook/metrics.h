@@ -1,7 +1,7 @@
 /*
  * metrics.h -- vgpu-webhook's /metrics (Prometheus text format): reviews by
- * result and certificate reloads. Counters are atomics: the server answers
- * on one thread per connection.
+ * result and certificate reloads. Counters are atomics: the server's pool
+ * of threads answers several requests at once.
  */
 #ifndef VG_WH_METRICS_H
 #define VG_WH_METRICS_H

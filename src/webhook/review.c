@@ -127,8 +127,9 @@ void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *re
   char why[256];
   memset(out, 0, sizeof(*out));
   if (len > VG_WH_MAX_BODY) {
-    snprintf(why, sizeof(why), "request body of %zu bytes is over the %u-byte limit", len,
-             VG_WH_MAX_BODY);
+    /* len may be only "over": the server refuses before reading the body. */
+    snprintf(why, sizeof(why),
+             "request body over the %u-byte limit (an AdmissionReview of one Pod)", VG_WH_MAX_BODY);
     return plain(out, 413, why);
   }
   json_object *review = parse(body, len, why, sizeof(why));

@@ -17,62 +17,33 @@ struct vg_wh_server {
   int port;
 };
 
-struct req_body {
-  char *data;
-  size_t len;
-  bool too_big;
-};
-
-/* Collects the body (up to VG_WH_MAX_BODY; beyond, only its size counts so
- * that the review can say 413), then answers. */
+/* Collects the body (up to VG_WH_MAX_BODY; beyond, the review is told a
+ * size over it and says 413, at once when Content-Length tells, without
+ * reading the body), then answers. */
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls) {
   (void)version;
   struct vg_wh_server *s = cls;
-  struct req_body *b = *con_cls;
-  if (b == NULL) {
-    if ((b = calloc(1, sizeof(*b))) == NULL) return MHD_NO;
-    *con_cls = b;
-    return MHD_YES;
-  }
-  if (*upload_size != 0) {
-    if (b->too_big || b->len + *upload_size > VG_WH_MAX_BODY) {
-      b->too_big = true;
-    } else {
-      char *n = realloc(b->data, b->len + *upload_size + 1);
-      if (n == NULL) return MHD_NO;
-      memcpy(n + b->len, upload, *upload_size);
-      b->data = n;
-      b->len += *upload_size;
-      b->data[b->len] = '\0';
-    }
-    *upload_size = 0;
-    return MHD_YES;
-  }
+  enum vg_httpd_step step = vg_httpd_body_next(conn, con_cls, upload, upload_size, VG_WH_MAX_BODY);
+  if (step == VG_HTTPD_MORE) return MHD_YES;
+  if (step == VG_HTTPD_FAIL) return MHD_NO;
+  const struct vg_httpd_body *b = *con_cls;
   struct vg_wh_reply r;
   /* Over the limit: a length the review refuses, without the bytes. */
   vg_wh_handle(s->o.resources, s->o.writers, &s->m, method, url, b->data != NULL ? b->data : "",
-               b->too_big ? (size_t)VG_WH_MAX_BODY + 1 : b->len, &r);
+               step == VG_HTTPD_TOO_BIG ? (size_t)VG_WH_MAX_BODY + 1 : b->len, &r);
   if (r.body == NULL) return MHD_NO;
   return vg_httpd_reply(conn, r.status, r.body, strlen(r.body), r.content_type);
-}
-
-static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                      enum MHD_RequestTerminationCode code) {
-  (void)cls, (void)conn, (void)code;
-  struct req_body *b = *con_cls;
-  if (b != NULL) free(b->data);
-  free(b);
-  *con_cls = NULL;
 }
 
 static struct MHD_Daemon *start(struct vg_wh_server *s, const struct vg_wh_tls *tls, int fd,
                                 struct vg_err *err) {
   struct vg_httpd_options ho = {.handler = handler,
                                 .handler_cls = s,
-                                .completed = completed,
+                                .completed = vg_httpd_body_free,
                                 .timeout_s = 30,
+                                .threads = 8,
                                 .tls_cert = tls->cert,
                                 .tls_key = tls->key,
                                 .listen_fd = fd};

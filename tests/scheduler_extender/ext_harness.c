@@ -313,3 +313,5 @@ int ext_teardown(void **state) {
   ext_api_stop();
   return 0;
 }
+
+int ext_sched_port(void) { return sched_port; }

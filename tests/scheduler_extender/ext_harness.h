@@ -26,6 +26,8 @@ void ext_api_stop(void);
  * may be NULL); 0 or -1. ext_sched_stop(true) kills it with SIGKILL. */
 int ext_sched_start(const char *const *extra);
 void ext_sched_stop(bool kill9);
+/* The port the running scheduler listens on (127.0.0.1), for raw sockets. */
+int ext_sched_port(void);
 /* The group teardown: stops the scheduler, then the API server. */
 int ext_teardown(void **state);
 
