@@ -272,7 +272,8 @@ static int step(struct prog *g, struct input *in) {
     case OP_SM_LIMIT: {
       int d = take_dev(g, in);
       unsigned pct = take(in) % 101;
-      vg_region_set_sm_limit(&g->shm, d, pct);
+      struct vg_err err;
+      check(vg_region_set_sm_limit(&g->shm, d, pct, &err) == 0); /* nobody else holds the lock */
       check(g->r->dev[d].sm_limit == pct);
       break;
     }
