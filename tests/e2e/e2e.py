@@ -444,6 +444,108 @@ def tamper_region_write(ctx):
           "got %d MiB after rewriting the region" % (burn["allocated_bytes"] // MIB), state)
 
 
+# The region's mutex follows its 32-byte header (src/common/region.h); in it,
+# glibc's lock word is at +0 and the owner's TID at +8.
+REGION_LOCK_WORD = 32
+REGION_LOCK_OWNER = 40
+# "Locked by PID 1", as a tenant's dd writes it: nobody ever took that lock.
+FORGE_LOCK = "".join(
+    "printf '\\001\\000\\000\\000' | dd of=/usr/local/vgpu/region.cache bs=1 seek=%d "
+    "conv=notrunc 2>/dev/null\n" % off for off in (REGION_LOCK_WORD, REGION_LOCK_OWNER))
+HOST_TARGET = os.path.join(install.STATE_DIR, "e2e-host-target")  # a file the agent can see
+HOSTILE = {
+    # Forges the owner of its region's lock.
+    "forger": FORGE_LOCK + "echo '== done'\n",
+    # Holds flock on its region for ever; a new process then tries GPU work.
+    "flocker": ("(flock /usr/local/vgpu/region.cache sleep 100000 &)\nsleep 1\n"
+                "echo '== burn'; vgpu-burn --alloc 3g --chunk 64m --json 2>&1 | tail -n 3\n"
+                "echo '== done'\n"),
+    # Replaces its region with a link to a file of the node's.
+    "linker": "ln -sf %s /usr/local/vgpu/region.cache\necho '== done'\n" % HOST_TARGET,
+}
+
+
+def untrusted_total(ctx):
+    return sum(metric_value(x) for x in metric_lines(ctx, "vgpu_untrusted_regions_total"))
+
+
+def admitted_and_bound(ctx, name, memory=1000):
+    """A vgpu pod that starts and whose limit holds: the binder reached it."""
+    log = run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": str(memory)})
+    burn = probe_json(log, "burn")
+    check(0 < burn["allocated_bytes"] <= memory * MIB,
+          "%s: allocated %d MiB under a %d MiB limit" % (name, burn["allocated_bytes"] // MIB,
+                                                        memory),
+          kube.pod_summary(name, NS) + "\nlog:\n" + log)
+
+
+@case("hostile-tenants")
+def hostile_tenants(ctx):
+    """Three tenants attack their own region file: one forges its lock's owner,
+    one holds flock on it for ever, one swaps it for a link to a node file.
+    Each hurts only itself: a neighbour GPU pod and a plain pod still start, the
+    neighbour is bound and resized within 10 s, a resize of the forger is
+    refused instead of hanging, the node agent restarts and binds again, the
+    node file is untouched, the forger and the link are reported (Events
+    RegionUntrusted, vgpu_untrusted_regions_total), and the flock holder's own
+    GPU work is refused rather than run unlimited."""
+    with open(HOST_TARGET, "w") as f:
+        f.write("node data\n")
+    before = os.stat(HOST_TARGET)
+    counted = untrusted_total(ctx)
+    try:
+        logs = {}
+        for name, script in HOSTILE.items():
+            kube.apply(pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"},
+                                script=script))
+            ctx.created.append(name)
+        for name in HOSTILE:
+            kube.wait_running(name, NS)
+            logs[name] = kube.wait_log(name, NS, "== done", timeout=120)
+        burn = section(logs["flocker"], "burn")
+        check("flock" in burn and not re.search(r'"allocated_bytes":[1-9]', burn),
+              "the flock holder's new process was not refused with the flock named:\n" + burn,
+              kube.pod_summary("flocker", NS))
+        start = time.monotonic()
+        admitted_and_bound(ctx, "neighbour")
+        out = kubectl_vgpu(ctx, "resize", "neighbour", "-n", NS, "--memory", "1500m")
+        check(out.returncode == 0 and out.seconds < 10,
+              "resizing the neighbour: rc %d in %.1f s\n%s%s" % (
+                  out.returncode, out.seconds, out.stdout, out.stderr),
+              kube.pod_summary("neighbour", NS))
+        print("    neighbour bound in %.1f s, resized in %.1f s" % (
+            time.monotonic() - start - out.seconds, out.seconds), flush=True)
+        kube.apply(pod_spec("plain", {"cpu": "100m"}, script="echo '== done'", scheduler=None))
+        ctx.created.append("plain")
+        kube.wait_running("plain", NS, timeout=60)
+        out = kubectl_vgpu(ctx, "resize", "forger", "-n", NS, "--memory", "1500m")
+        check(out.returncode != 0 and out.seconds < 60,
+              "resizing the forger: rc %d in %.1f s\n%s%s" % (
+                  out.returncode, out.seconds, out.stdout, out.stderr),
+              kube.pod_summary("forger", NS))
+        print("    forger's resize refused in %.1f s: %s" % (
+            out.seconds, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ""),
+              flush=True)
+        for name, words in (("forger", "held past the deadline"), ("linker", "symbolic link")):
+            kube.wait_for("a RegionUntrusted Event on %s" % name, lambda: any(
+                words in m for m in resize_events(name, "RegionUntrusted")), 30,
+                state=lambda: kube.pod_summary(name, NS))
+        kube.wait_for("vgpu_untrusted_regions_total up by 2",
+                      lambda: untrusted_total(ctx) >= counted + 2, 30,
+                      state=lambda: metric_lines(ctx, "vgpu_untrusted_regions_total"))
+        ctx.agents.restart_plugin()
+        admitted_and_bound(ctx, "after-hostile")
+        after = os.stat(HOST_TARGET)
+        with open(HOST_TARGET) as f:
+            text = f.read()
+        check(text == "node data\n" and after.st_mtime == before.st_mtime and
+              after.st_mode == before.st_mode,
+              "the node file was changed: %r, mode %o" % (text[:40], after.st_mode))
+        delete_pods(ctx)
+    finally:
+        os.unlink(HOST_TARGET)
+
+
 @case("tamper-visible-devices")
 def tamper_visible_devices(ctx):
     """NVIDIA_VISIBLE_DEVICES=all in the pod spec wins in the runtime (as in

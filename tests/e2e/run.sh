@@ -33,8 +33,10 @@ preflight() {
 }
 
 # The seeds' images run a shell and gpu_burn from /app (tests/e2e/workload/).
+# util-linux's flock (busybox has none): what a tenant holding its region's
+# flock for ever runs (e2e case hostile-tenants).
 workload_files() {
-  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim" "$(nopreload_loader)" \
+  echo "$BUILD/bin/vgpu-burn" "$BUILD/bin/vgpu" "$BUILD/bin/vgpu-sim" "$(nopreload_loader)" /usr/bin/flock \
     "tests/e2e/workload/gpu_burn=/app/gpu_burn" "tests/e2e/workload/bash=/bin/bash"
 }
 
