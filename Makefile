@@ -19,12 +19,13 @@
 #   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
 #   make bench-load      the HTTP servers under load on 127.0.0.1: 10,000 idle connections, 2,000
 #                        simultaneous /filter calls, /healthz beside idle ones, peak RSS (bench/load.sh)
+#   make soak      an hour of pod churn on the e2e cluster: leaks, RSS, grants (bench/soak.sh)
 #   make fuzz      every libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 60) each
 #   make fuzz-smoke the same for 10 s each: `make test`'s fuzz stage
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-load fuzz fuzz-smoke format clean
+.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-load soak fuzz fuzz-smoke format clean
 
 all: build
 
@@ -72,6 +73,9 @@ demo:
 
 # build-fuzz/: every target in tests/fuzz/ built with clang's libFuzzer, then fuzzed FUZZ_SECONDS
 # each (scripts/fuzz.sh). fuzz-smoke is `make test`'s fuzz stage: 10 s each by default.
+soak: build
+	@bash bench/soak.sh
+
 fuzz: deps
 	@bash scripts/fuzz.sh
 

@@ -216,11 +216,14 @@ def metric_value(line):
 # ---------------------------------------------------------------- cases
 
 CASES = []
+EXPLICIT = set()  # cases run only when named (the soak): never in make test
 
 
-def case(name, xfail=None):
+def case(name, xfail=None, explicit=False):
     def register(fn):
         CASES.append((name, fn, xfail))
+        if explicit:
+            EXPLICIT.add(name)
         return fn
     return register
 
@@ -1437,6 +1440,102 @@ def uninstall(ctx):
 
 # ---------------------------------------------------------------- runner
 
+# ---------------------------------------------------------------- the soak (make soak)
+
+SOAK_TENANT = ("echo '== done'\n"
+               "while :; do vgpu-burn --alloc 16g --chunk 64m --hold 3 --json; done\n")
+SOAK_KINDS = [({"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, 1000 * MIB),
+              ({"aliyun.com/gpu-mem": "1500"}, 1500 * MIB),
+              ({"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "700", "nvidia.com/gpucores": "30"},
+               700 * MIB)]
+
+
+def host_rss_kib(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%s/status" % pid) as f:
+                total += next(int(x.split()[1]) for x in f if x.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def pids_of(pattern):
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def soak_sample(ctx, t0, live):
+    series = [x for x in ctx.agents.metrics().splitlines() if x and not x.startswith("#")]
+    slots = os.listdir(install.SLOTS_DIR) if os.path.isdir(install.SLOTS_DIR) else []
+    return {"t": round(time.monotonic() - t0), "pods": len(live),
+            "plugin_rss_kib": host_rss_kib(pids_of("vgpu-device-plugin")),
+            "scheduler_rss_kib": host_rss_kib(pids_of("vgpu-scheduler")),
+            "series": len(series), "slots": len(slots)}
+
+
+def soak_grants_held(name, grant):
+    """Every allocation the tenant's processes reported stayed within its grant."""
+    allocs = [json.loads(x)["allocated_bytes"] for x in kube.pod_log(name, NS).splitlines()
+              if x.startswith("{")]
+    check(all(a <= grant for a in allocs), "%s took %d MiB of a %d MiB grant" % (
+        name, max(allocs) // MIB, grant // MIB), kube.pod_summary(name, NS))
+    return len(allocs)
+
+
+@case("soak", explicit=True)
+def soak(ctx):
+    """VGPU_SOAK_SECONDS (default 3600) of pod churn, tenants allocating and
+    being killed with SIGKILL: every grant held throughout; afterwards no slot,
+    region or per-pod metric series left, and the node agent's and the
+    scheduler's RSS printed over time (make soak keeps them in bench/results)."""
+    seconds = int(os.environ.get("VGPU_SOAK_SECONDS", "3600"))
+    t0 = time.monotonic()
+    live, samples, rounds_seen, kills, made = [], [], 0, 0, 0
+    next_sample = 0
+    while time.monotonic() - t0 < seconds:
+        limits, grant = SOAK_KINDS[made % len(SOAK_KINDS)]
+        name = "soak-%d" % made
+        made += 1
+        kube.apply(pod_spec(name, limits, script=SOAK_TENANT))
+        ctx.created.append(name)
+        live.append((name, grant))
+        kube.wait_running(name, NS, timeout=180)
+        # Kill one tenant process of an older pod with SIGKILL: its charge must come back.
+        if len(live) > 2:
+            victim = live[-3][0]
+            kube.kubectl("exec", "-n", NS, victim, "--", "sh", "-c",
+                         "kill -9 $(pidof vgpu-burn) 2>/dev/null; true", check=False)
+            kills += 1
+        if len(live) > 6:  # churn: the oldest goes
+            old, old_grant = live.pop(0)
+            rounds_seen += soak_grants_held(old, old_grant)
+            delete_pods(ctx, [old])
+        if time.monotonic() >= next_sample:
+            samples.append(soak_sample(ctx, t0, live))
+            print("    soak: " + json.dumps(samples[-1]), flush=True)
+            next_sample = time.monotonic() + 60
+    for name, grant in live:
+        rounds_seen += soak_grants_held(name, grant)
+    delete_pods(ctx, [n for n, _ in live])
+    kube.wait_for("every slot collected", lambda: not os.listdir(install.SLOTS_DIR), 180,
+                  state=lambda: sorted(os.listdir(install.SLOTS_DIR)))
+    kube.wait_for("no per-pod metric series left", lambda: not metric_lines(
+        ctx, "vgpu_container_memory_limit_bytes"), 120,
+        state=lambda: metric_lines(ctx, "vgpu_container_memory_limit_bytes"))
+    samples.append(soak_sample(ctx, t0, []))
+    print("    soak: " + json.dumps(samples[-1]), flush=True)
+    print("    soak: %d pods made, %d SIGKILLs, %d allocations checked against their grants" % (
+        made, kills, rounds_seen), flush=True)
+    quarter = max(1, len(samples) // 4)
+    for key in ("plugin_rss_kib", "scheduler_rss_kib"):
+        first = sum(x[key] for x in samples[:quarter]) / quarter
+        last = sum(x[key] for x in samples[-quarter:]) / quarter
+        print("    soak: %s first quarter %.0f, last quarter %.0f (x%.2f)" % (
+            key, first, last, last / first if first else 0), flush=True)
+
+
 def run_case(ctx, name, fn, xfail):
     start = time.monotonic()
     try:
@@ -1475,7 +1574,7 @@ def main(argv):
     try:
         ctx.agents.start()
         for name, fn, xfail in CASES:
-            if not wanted or name in wanted:
+            if name in wanted or (not wanted and name not in EXPLICIT):
                 v = run_case(ctx, name, fn, xfail)
                 counts[v] = counts.get(v, 0) + 1
     finally:
