@@ -207,10 +207,14 @@ static void check_new(struct vg_resizer *r, struct open_pod *op, const struct vg
     struct vg_err ignored = {""};
     put_in_force(shm, dir, now, &ignored); /* what was lowered before the failure */
     char why[VG_ERR_MAX + 200];
-    snprintf(why, sizeof(why),
-             "container %s holds more than it would be given (%s); free GPU memory in the "
-             "workload first",
-             d->container, err.msg);
+    if (shm->last_lock != VG_SHM_LOCKED) /* a stuck or forged lock, not a lack of memory */
+      snprintf(why, sizeof(why), "container %s: its region cannot be changed: %s", d->container,
+               err.msg);
+    else
+      snprintf(why, sizeof(why),
+               "container %s holds more than it would be given (%s); free GPU memory in the "
+               "workload first",
+               d->container, err.msg);
     refuse(r, op, why);
     return;
   }

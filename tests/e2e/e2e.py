@@ -1461,9 +1461,22 @@ def host_rss_kib(pids):
     return total
 
 
-def pids_of(pattern):
-    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
-    return out.stdout.split()
+def pids_of(program):
+    """The cluster's PIDs of program: its name, in a container (a mount
+    namespace other than ours), so that a test's copy on the host is not
+    counted, nor kube-scheduler whose flags name vgpu-scheduler."""
+    mine = os.readlink("/proc/self/ns/mnt")
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv0 = f.read().split(b"\0")[0].decode(errors="replace")
+            if (os.path.basename(argv0) == program and
+                    os.readlink("/proc/%s/ns/mnt" % pid) != mine):
+                pids.append(pid)
+        except OSError:
+            pass
+    return pids
 
 
 def soak_sample(ctx, t0, live):
