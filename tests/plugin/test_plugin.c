@@ -158,6 +158,85 @@ static void test_register_list_allocate(void **state) {
   assert_int_equal(dir_entries(slots), 2);
 }
 
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A slot from before the read-only mount, written by its tenant: links,
+ * a FIFO and a directory where mount points go, junk beside them. The next
+ * Allocate of the same IDs removes it all, follows no link, and leaves
+ * exactly the slot's own entries, each of its kind (region_from checks the
+ * mounts and their mount points). */
+static void test_slot_planted(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin(s, NULL, NULL);
+  assert_non_null(strstr(fake(s, "registrations 1 5"), "\"ok\": true"));
+  const char *r = fake(s, "devices 1 5");
+  char u0[128];
+  uuid_from(r, 0, u0, sizeof(u0));
+  r = fake(s, "allocate %s::1", u0);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  struct region_view v;
+  region_from(r, &v);
+  static const char key[] = "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"";
+  const char *m = strstr(r, key) + strlen(key);
+  char slot[600], path[700], victim[600], outside[600], kept[700];
+  snprintf(slot, sizeof(slot), "%.*s", (int)(strchr(m, '"') - m), m);
+  assert_int_equal(dir_entries(slot), 4); /* region.cache, grant, libvgpu.so, bin */
+
+  snprintf(victim, sizeof(victim), "%s/victim", s->env.dir);
+  write_file(victim, "a node file\n");
+  snprintf(outside, sizeof(outside), "%s/outside", s->env.dir);
+  assert_int_equal(mkdir(outside, 0755), 0);
+  snprintf(kept, sizeof(kept), "%s/keep", outside);
+  write_file(kept, "kept\n");
+  snprintf(path, sizeof(path), "%s/libvgpu.so", slot);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(symlink(victim, path), 0);
+  snprintf(path, sizeof(path), "%s/grant", slot);
+  assert_int_equal(rmdir(path), 0); /* pending: no grant file yet */
+  assert_int_equal(mkfifo(path, 0644), 0);
+  snprintf(path, sizeof(path), "%s/bin", slot);
+  assert_int_equal(rmdir(path), 0);
+  assert_int_equal(symlink(outside, path), 0);
+  snprintf(path, sizeof(path), "%s/region.cache", slot);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/region.cache/x", slot);
+  write_file(path, "x");
+  snprintf(path, sizeof(path), "%s/junk", slot);
+  write_file(path, "for the next tenant\n");
+  snprintf(path, sizeof(path), "%s/jdir", slot);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/jdir/link", slot);
+  assert_int_equal(symlink(outside, path), 0);
+
+  r = fake(s, "allocate %s::1", u0);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(dir_entries(slot), 4);
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/libvgpu.so", slot);
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode) && st.st_size == 0 && st.st_nlink == 1);
+  snprintf(path, sizeof(path), "%s/bin", slot);
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  /* nothing outside the slot was touched through the links */
+  FILE *f = fopen(victim, "r");
+  char text[64] = "";
+  assert_non_null(f);
+  assert_non_null(fgets(text, sizeof(text), f));
+  fclose(f);
+  assert_string_equal(text, "a node file\n");
+  assert_int_equal(stat(kept, &st), 0);
+}
+
 static double json_t(const char *r) {
   const char *p = NULL;
   for (const char *q = strstr(r, "\"t\": "); q != NULL; q = strstr(q + 1, "\"t\": ")) p = q;
@@ -829,6 +908,7 @@ static void test_concurrent_allocate(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_slot_planted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_restart, setup, teardown),
       cmocka_unit_test_setup_teardown(test_devices_changed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_missing_at_start, setup, teardown),
