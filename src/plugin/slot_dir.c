@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "region.h"
@@ -14,6 +15,8 @@
 /* Deep enough for anything a tenant could have planted, and a bound on the
  * descriptors one removal holds open. */
 #define REMOVE_DEPTH 32
+/* How long a region file being made may keep its temporary name. */
+#define MAKING_S 60
 
 /* What a slot may hold under one name. */
 struct entry {
@@ -63,11 +66,20 @@ static bool known(const struct entry *v, size_t n, const char *name) {
   return false;
 }
 
-/* Removes every entry of the directory dfd (named dir in messages) that is
- * not in v[0..n). A region file another Allocate of the same IDs is making
- * right now (vg_shm_create_at's temporary name) is left to it. */
-static int sweep(int dfd, const char *dir, const struct entry *v, size_t n, char *err, size_t len) {
+/* A region file another Allocate of the same IDs is making right now
+ * (vg_shm_create_at's temporary name, renamed within milliseconds); an
+ * older one was left by an agent that died, or planted. */
+static bool being_made(int dfd, const char *name) {
   static const char making[] = "." VG_REGION_FILE ".new.";
+  struct stat st;
+  return strncmp(name, making, sizeof(making) - 1) == 0 &&
+         fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+         time(NULL) - st.st_mtime < MAKING_S;
+}
+
+/* Removes every entry of the directory dfd (named dir in messages) that is
+ * not in v[0..n) and not a region being made. */
+static int sweep(int dfd, const char *dir, const struct entry *v, size_t n, char *err, size_t len) {
   int fd = dup(dfd);
   DIR *d = fd < 0 ? NULL : fdopendir(fd);
   if (d == NULL) {
@@ -80,7 +92,7 @@ static int sweep(int dfd, const char *dir, const struct entry *v, size_t n, char
   while (rc == 0 && (e = readdir(d)) != NULL) {
     const char *name = e->d_name;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || known(v, n, name) ||
-        strncmp(name, making, sizeof(making) - 1) == 0)
+        being_made(dfd, name))
       continue;
     if ((rc = remove_at(dfd, name, REMOVE_DEPTH)) != 0)
       snprintf(err, len, "cannot remove %s/%s (left by an earlier container?): %s", dir, name,

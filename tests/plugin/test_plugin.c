@@ -335,6 +335,11 @@ static void test_slot_planted(void **state) {
   write_file(path, "x");
   snprintf(path, sizeof(path), "%s/junk", slot);
   write_file(path, "for the next tenant\n");
+  /* a region's temporary name, but old: not an Allocate's at work */
+  snprintf(path, sizeof(path), "%s/.region.cache.new.1.1", slot);
+  write_file(path, "stale");
+  struct timespec old[2] = {{.tv_sec = 1000000}, {.tv_sec = 1000000}};
+  assert_int_equal(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
   snprintf(path, sizeof(path), "%s/jdir", slot);
   assert_int_equal(mkdir(path, 0755), 0);
   snprintf(path, sizeof(path), "%s/jdir/link", slot);
@@ -352,6 +357,8 @@ static void test_slot_planted(void **state) {
   snprintf(path, sizeof(path), "%s/bin", slot);
   assert_int_equal(lstat(path, &st), 0);
   assert_true(S_ISDIR(st.st_mode));
+  snprintf(path, sizeof(path), "%s/.region.cache.new.1.1", slot);
+  assert_int_equal(lstat(path, &st), -1);
   /* nothing outside the slot was touched through the links */
   FILE *f = fopen(victim, "r");
   char text[64] = "";
