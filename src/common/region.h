@@ -110,8 +110,9 @@ extern const struct vg_shm_spec vg_region_spec;
 int vg_region_open(struct vg_shm *shm, const char *path, struct vg_err *err);
 
 /* The node agent's side (docs/security.md). A container's region is
- * <slot>/region.cache, and the slot directory is mounted read-write in the
- * container, so anything in it may be forged. The agent opens the region
+ * <slot>/region.cache, mounted read-write in the container (the slot around
+ * it read-only; slots from before were read-write), so its contents may be
+ * forged. The agent opens the region
  * there without following links or creating it (vg_shm_open_at) and waits
  * at most VG_REGION_AGENT_LOCK_WAIT_MS for its lock; at Allocate it makes
  * a fresh one and renames it over whatever was there (vg_shm_create_at).

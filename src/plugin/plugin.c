@@ -18,6 +18,7 @@
 #include "log.h"
 #include "region.h"
 #include "slot.h"
+#include "slot_dir.h"
 
 static void pdebug(const struct vg_plugin *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -417,10 +418,11 @@ static void add_device(const struct vg_plugin *p, struct vg_arena *a,
 
 /* Creates the container's region file afresh: every GPU registered, the
  * limits the IDs decide written, the pending mark as the dialect says. The
- * slot directory is writable from inside the containers that had these IDs
- * before, so whatever region.cache is there now (a forged lock, a link to a
- * host file, a file held under flock) is replaced, never opened: the
- * kubelet's Allocate waits on nothing a tenant wrote. */
+ * region file is writable from inside the containers that had these IDs
+ * before (and the whole slot was, before it was mounted read-only), so
+ * whatever region.cache is there now (a forged lock, a file held under
+ * flock, a link from an older slot) is replaced, never opened: the kubelet's
+ * Allocate waits on nothing a tenant wrote. */
 static int prepare_region(const struct vg_gpu *all, const char *slot_dir, const unsigned *gpus,
                           unsigned n, const struct vg_container_limits *lim, bool pending,
                           char *err, size_t len) {
@@ -489,24 +491,22 @@ static int prepare_grant(const struct vg_gpu *all, const char *dir, const unsign
 /* The vgpu CLI, installed beside libvgpu.so on the host, is mounted at
  * /usr/local/vgpu/bin/vgpu so that `vgpu status` works in any image; a node
  * whose installer predates it simply has none (a missing host path would
- * fail the container's creation). */
-static void add_cli_mount(struct vg_plugin *p, struct vg_arena *a,
-                          V1beta1__ContainerAllocateResponse *r) {
-  char cli[VG_CONFIG_PATH_MAX + 8];
+ * fail the container's creation). True, with its path in cli, when there. */
+static bool cli_path(const struct vg_plugin *p, char *cli, size_t len) {
   const char *slash = strrchr(p->library, '/');
-  snprintf(cli, sizeof(cli), "%.*s/vgpu", slash ? (int)(slash - p->library) : 0, p->library);
+  snprintf(cli, len, "%.*s/vgpu", slash ? (int)(slash - p->library) : 0, p->library);
   struct stat st;
-  if (stat(cli, &st) == 0 && S_ISREG(st.st_mode))
-    add_mount(a, r, cli, VG_CONTAINER_DIR "/bin/vgpu", true);
-  else
-    pdebug(p, "no vgpu CLI at %s: containers get none", cli);
+  if (stat(cli, &st) == 0 && S_ISREG(st.st_mode)) return true;
+  pdebug(p, "no vgpu CLI at %s: containers get none", cli);
+  return false;
 }
 
 /* One container: everything from the device IDs alone (docs/allocation.md,
  * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
  * no lock is held, so that Allocates of different pods run side by side.
  * Two Allocates of the same IDs at once are safe too: mkdir tolerates EEXIST,
- * each writes ld.so.preload through a temporary file of its own, and each
+ * each writes ld.so.preload through a temporary file of its own, a mount
+ * point the other made first is checked again (slot_dir.c), and each
  * makes its region file under a name of its own and renames it in place. */
 static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
                                      unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
@@ -573,7 +573,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
   r->envs = vg_arena_alloc(a, (nused + 5) * sizeof(*r->envs));
-  r->mounts = vg_arena_alloc(a, 6 * sizeof(*r->mounts));
+  r->mounts = vg_arena_alloc(a, 7 * sizeof(*r->mounts));
   r->devices = vg_arena_alloc(a, (nused + 4) * sizeof(*r->devices));
   add_env(a, r, "NVIDIA_VISIBLE_DEVICES", visible);
   add_device(p, a, r, "/dev/nvidiactl");
@@ -597,14 +597,18 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
   vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
   snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
   char preload[VG_CONFIG_PATH_MAX + 32];
-  char grant[VG_CONFIG_PATH_MAX + 100];
-  snprintf(grant, sizeof(grant), "%s/grant", slot_dir);
+  char grant[VG_CONFIG_PATH_MAX + 100], region[VG_CONFIG_PATH_MAX + 100];
+  snprintf(grant, sizeof(grant), "%s/" VG_SLOT_GRANT, slot_dir);
+  snprintf(region, sizeof(region), "%s/" VG_REGION_FILE, slot_dir);
+  char cli[VG_CONFIG_PATH_MAX + 8];
+  bool has_cli = cli_path(p, cli, sizeof(cli));
   /* The stamp (the directory's mtime, also when the slot is reused) tells
    * the slot collector that the slot was just handed out: the kubelet lists
    * the container's IDs only once this call has returned. */
   pthread_rwlock_rdlock(&p->slots_lock);
   int rc = mkdir_p(slot_dir, err, sizeof(err));
   if (rc == 0) rc = ensure_preload(p, preload, sizeof(preload), err, sizeof(err));
+  if (rc == 0) rc = vg_slot_dir_prepare(slot_dir, has_cli, err, sizeof(err));
   if (rc == 0) rc = prepare_grant(gpus, grant, used, nused, lim, pending, err, sizeof(err));
   if (rc == 0) rc = prepare_region(gpus, slot_dir, used, nused, lim, pending, err, sizeof(err));
   if (rc == 0 && (rc = utimensat(AT_FDCWD, slot_dir, NULL, 0)) != 0)
@@ -633,13 +637,19 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
     snprintf(v, sizeof(v), "%zu", c->n_devices_ids);
     add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
   }
-  add_mount(a, r, slot_dir, VG_CONTAINER_DIR, false);
-  /* Over the writable slot directory: the container can read its grant
-   * but neither change nor remove it (a mount point cannot be removed). */
+  /* The slot read-only: the container can create, remove or rename
+   * nothing there (no junk for the next tenant of these IDs, no new files
+   * filling the node's disk), and the mounts below, mount points made in
+   * the slot above, can be neither replaced nor removed (EBUSY). Parents
+   * before children: the runtimes mount in order of depth (containerd and
+   * CRI-O sort by it), and the kubelet keeps this order besides. */
+  add_mount(a, r, slot_dir, VG_CONTAINER_DIR, true);
+  /* The region file alone writable: every process charges memory there. */
+  add_mount(a, r, region, VG_CONTAINER_DIR "/" VG_REGION_FILE, false);
   add_mount(a, r, grant, VG_GRANT_DIR, true);
-  add_mount(a, r, p->library, VG_CONTAINER_DIR "/libvgpu.so", true);
+  add_mount(a, r, p->library, VG_CONTAINER_DIR "/" VG_SLOT_LIBRARY, true);
   add_mount(a, r, preload, "/etc/ld.so.preload", true);
-  add_cli_mount(p, a, r);
+  if (has_cli) add_mount(a, r, cli, VG_CONTAINER_DIR "/" VG_SLOT_CLI, true);
   pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, slot_dir, pending ? " (pending)" : "");
   *out = r;
   return GRPC_STATUS_OK;

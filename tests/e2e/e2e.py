@@ -463,9 +463,16 @@ HOSTILE = {
     "flocker": ("(flock /usr/local/vgpu/region.cache sleep 100000 &)\nsleep 1\n"
                 "echo '== burn'; vgpu-burn --alloc 3g --chunk 64m --json 2>&1 | tail -n 3\n"
                 "echo '== done'\n"),
-    # Replaces its region with a link to a file of the node's.
-    "linker": "ln -sf %s /usr/local/vgpu/region.cache\necho '== done'\n" % HOST_TARGET,
+    # Tries to replace its region with a link to a file of the node's, and to
+    # leave a file in its slot: the slot is read-only, the region a mount point.
+    "linker": ("echo '== link'; ln -sf %s /usr/local/vgpu/region.cache 2>&1; "
+               "ls -l /usr/local/vgpu/region.cache 2>&1\n"
+               "echo '== junk'; (echo junk > /usr/local/vgpu/junk) 2>&1; "
+               "ls /usr/local/vgpu 2>&1\n"
+               "echo '== done'\n" % HOST_TARGET),
 }
+
+REFUSED = ("Read-only file system", "Device or resource busy")
 
 
 def untrusted_total(ctx):
@@ -485,13 +492,15 @@ def admitted_and_bound(ctx, name, memory=1000):
 @case("hostile-tenants")
 def hostile_tenants(ctx):
     """Three tenants attack their own region file: one forges its lock's owner,
-    one holds flock on it for ever, one swaps it for a link to a node file.
-    Each hurts only itself: a neighbour GPU pod and a plain pod still start, the
-    neighbour is bound and resized within 10 s, a resize of the forger is
-    refused instead of hanging, the node agent restarts and binds again, the
-    node file is untouched, the forger and the link are reported (Events
-    RegionUntrusted, vgpu_untrusted_regions_total), and the flock holder's own
-    GPU work is refused rather than run unlimited."""
+    one holds flock on it for ever, one tries to swap it for a link to a node
+    file and to leave junk in its slot (both refused: the slot is mounted
+    read-only, the region is a mount point). Each hurts only itself: a
+    neighbour GPU pod and a plain pod still start, the neighbour is bound and
+    resized within 10 s, a resize of the forger is refused instead of hanging,
+    the node agent restarts and binds again, the node file is untouched, the
+    forger is reported (Event RegionUntrusted, vgpu_untrusted_regions_total),
+    and the flock holder's own GPU work is refused rather than run
+    unlimited."""
     with open(HOST_TARGET, "w") as f:
         f.write("node data\n")
     before = os.stat(HOST_TARGET)
@@ -505,6 +514,11 @@ def hostile_tenants(ctx):
         for name in HOSTILE:
             kube.wait_running(name, NS)
             logs[name] = kube.wait_log(name, NS, "== done", timeout=120)
+        link, junk = section(logs["linker"], "link"), section(logs["linker"], "junk")
+        check(any(w in link for w in REFUSED) and "->" not in link,
+              "the region could be replaced by a link:\n" + link, kube.pod_summary("linker", NS))
+        check(any(w in junk for w in REFUSED) and "\njunk" not in "\n" + junk,
+              "a file could be left in the slot:\n" + junk, kube.pod_summary("linker", NS))
         burn = section(logs["flocker"], "burn")
         check("flock" in burn and not re.search(r'"allocated_bytes":[1-9]', burn),
               "the flock holder's new process was not refused with the flock named:\n" + burn,
@@ -529,12 +543,12 @@ def hostile_tenants(ctx):
         print("    forger's resize refused in %.1f s: %s" % (
             out.seconds, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ""),
               flush=True)
-        for name, words in (("forger", "held past the deadline"), ("linker", "symbolic link")):
+        for name, words in (("forger", "held past the deadline"),):
             kube.wait_for("a RegionUntrusted Event on %s" % name, lambda: any(
                 words in m for m in resize_events(name, "RegionUntrusted")), 30,
                 state=lambda: kube.pod_summary(name, NS))
-        kube.wait_for("vgpu_untrusted_regions_total up by 2",
-                      lambda: untrusted_total(ctx) >= counted + 2, 30,
+        kube.wait_for("vgpu_untrusted_regions_total up by 1",
+                      lambda: untrusted_total(ctx) >= counted + 1, 30,
                       state=lambda: metric_lines(ctx, "vgpu_untrusted_regions_total"))
         ctx.agents.restart_plugin()
         admitted_and_bound(ctx, "after-hostile")

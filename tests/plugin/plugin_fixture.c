@@ -179,13 +179,49 @@ void two_uuids(const char *json, char *u0, char *u1, size_t len) {
   snprintf(u1, len, "%.*s", (int)(end - p - 1), p + 1);
 }
 
+/* The slot's mounts in an Allocate answer (docs/device-plugin.md): the slot
+ * directory read-only, the region file alone read-write over it, and every
+ * mount under /usr/local/vgpu after the slot's (parents first) with its
+ * mount point already in the slot directory, of the right kind and no link:
+ * runc cannot create one inside the read-only mount. */
+static void check_slot_mounts(const char *r, const char *slot) {
+  char want[1400];
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"%s\", \"read_only\": true}",
+           slot);
+  const char *top = strstr(r, want);
+  if (top == NULL) fail_msg("no read-only slot mount %s in %s", want, r);
+  snprintf(want, sizeof(want),
+           "{\"container_path\": \"/usr/local/vgpu/region.cache\", \"host_path\": "
+           "\"%s/region.cache\", \"read_only\": false}",
+           slot);
+  if (strstr(r, want) == NULL) fail_msg("no read-write region mount %s in %s", want, r);
+  static const char under[] = "\"container_path\": \"/usr/local/vgpu/";
+  int n = 0;
+  for (const char *m = strstr(r, under); m != NULL; m = strstr(m + 1, under), n++) {
+    if (m < top) fail_msg("a mount under the slot before the slot's own: %s", r);
+    const char *name = m + strlen(under);
+    char path[1400];
+    snprintf(path, sizeof(path), "%s/%.*s", slot, (int)(strchr(name, '"') - name), name);
+    struct stat st;
+    if (lstat(path, &st) != 0) fail_msg("mount point %s missing: %s", path, strerror(errno));
+    bool dir = strncmp(name, "grant\"", 6) == 0;
+    if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+      fail_msg("mount point %s is not a %s (mode %o)", path, dir ? "directory" : "file",
+               (unsigned)st.st_mode);
+  }
+  if (n < 3) fail_msg("region, grant and library not all mounted under the slot: %s", r);
+}
+
 void region_from(const char *r, struct region_view *v) {
   const char key[] = "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"";
   const char *p = strstr(r, key);
   assert_non_null(p);
   p += strlen(key);
-  char path[600];
-  snprintf(path, sizeof(path), "%.*s/region.cache", (int)(strchr(p, '"') - p), p);
+  char slot[600], path[620];
+  snprintf(slot, sizeof(slot), "%.*s", (int)(strchr(p, '"') - p), p);
+  check_slot_mounts(r, slot);
+  snprintf(path, sizeof(path), "%s/region.cache", slot);
   struct vg_shm shm;
   struct vg_err err;
   if (vg_shm_open_readonly(&shm, path, &vg_region_spec, &err) != 0) fail_msg("%s", err.msg);

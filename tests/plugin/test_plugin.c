@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +36,7 @@
 
 #include "k8s.h"
 #include "plugin_fixture.h"
+#include "region.h"
 
 #define SLOTS 4
 #define SOCK_NAME "vgpu-nvidia.com_gpu.sock"
@@ -156,6 +161,213 @@ static void test_register_list_allocate(void **state) {
   r = fake(s, "allocate %s::%d", u0, SLOTS);
   assert_non_null(strstr(r, "INVALID_ARGUMENT"));
   assert_int_equal(dir_entries(slots), 2);
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* In a child: the calling process's uid as root of a new user and mount
+ * namespace. False where unprivileged user namespaces are off. */
+static bool own_namespace(void) {
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+  char map[64];
+  snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+  FILE *f = fopen("/proc/self/uid_map", "w");
+  if (f == NULL || fputs(map, f) < 0 || fclose(f) != 0) return false;
+  f = fopen("/proc/self/setgroups", "w"); /* gid_map needs it on kernels since 3.19 */
+  if (f != NULL) fputs("deny", f), fclose(f);
+  snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+  f = fopen("/proc/self/gid_map", "w");
+  if (f == NULL || fputs(map, f) < 0 || fclose(f) != 0) return false;
+  return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+}
+
+/* A bind mount as runc makes it: bind, then for a read-only one a remount
+ * that keeps the flags the kernel locks in a user namespace. Unlike runc,
+ * a missing destination is an error: under the read-only slot runc could
+ * not create it either. */
+static int bind_like_runc(const char *src, const char *dst, bool ro) {
+  struct stat st;
+  if (lstat(dst, &st) != 0) return fprintf(stderr, "no mount point %s\n", dst), -1;
+  if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0)
+    return fprintf(stderr, "bind %s on %s: %s\n", src, dst, strerror(errno)), -1;
+  if (!ro) return 0;
+  struct statvfs sv;
+  if (statvfs(dst, &sv) != 0) return -1;
+  unsigned long keep = 0;
+  static const unsigned long map[][2] = {
+      {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
+      {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+    if (sv.f_flag & map[i][0]) keep |= map[i][1];
+  if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) != 0)
+    return fprintf(stderr, "remount %s read-only: %s\n", dst, strerror(errno)), -1;
+  return 0;
+}
+
+static bool fails_with(int rc, int want, const char *what) {
+  if (rc != -1 || (errno != want && !(want == EROFS && errno == EBUSY))) {
+    fprintf(stderr, "%s: %s (wanted %s)\n", what, rc >= 0 ? "succeeded" : strerror(errno),
+            strerror(want));
+    return false;
+  }
+  return true;
+}
+
+/* In the child: the answer's mounts under /usr/local/vgpu applied in its
+ * order below root (a host path the test does not have is skipped), then
+ * what a tenant and libvgpu do there. Exit 0 all as wanted, 77 no user
+ * namespace, 1 otherwise (stderr says why). */
+static int container_child(const char *answer, const char *root) {
+  if (!own_namespace()) return 77;
+  json_object *doc = json_tokener_parse(answer), *mounts;
+  if (!json_object_object_get_ex(doc, "mounts", &mounts)) return 1;
+  char dst[1200], path[1300];
+  for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+    json_object *m = json_object_array_get_idx(mounts, i), *hp, *cp, *ro;
+    json_object_object_get_ex(m, "host_path", &hp);
+    json_object_object_get_ex(m, "container_path", &cp);
+    json_object_object_get_ex(m, "read_only", &ro);
+    const char *to = json_object_get_string(cp);
+    if (strncmp(to, "/usr/local/vgpu", 15) != 0 || access(json_object_get_string(hp), F_OK) != 0)
+      continue;
+    snprintf(dst, sizeof(dst), "%s%s", root, to);
+    if (bind_like_runc(json_object_get_string(hp), dst, json_object_get_boolean(ro)) != 0) return 1;
+  }
+  /* libvgpu's open (O_RDWR | O_CREAT of an existing file, flock, map) */
+  snprintf(path, sizeof(path), "%s/usr/local/vgpu/region.cache", root);
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_region_open(&shm, path, &err) != 0) return fprintf(stderr, "%s\n", err.msg), 1;
+  vg_shm_close(&shm);
+  bool ok = true;
+  snprintf(path, sizeof(path), "%s/usr/local/vgpu/junk", root);
+  ok &= fails_with(open(path, O_WRONLY | O_CREAT, 0644), EROFS, "create in the slot");
+  ok &= fails_with(mkdir(path, 0755), EROFS, "mkdir in the slot");
+  snprintf(path, sizeof(path), "%s/usr/local/vgpu/region.cache", root);
+  ok &= fails_with(unlink(path), EROFS, "remove the region");
+  snprintf(dst, sizeof(dst), "%s/usr/local/vgpu/r2", root);
+  ok &= fails_with(rename(path, dst), EROFS, "rename the region");
+  snprintf(path, sizeof(path), "%s/usr/local/vgpu/libvgpu.so", root);
+  ok &= fails_with(open(path, O_WRONLY), EROFS, "write libvgpu.so");
+  snprintf(path, sizeof(path), "%s/usr/local/vgpu/grant/x", root);
+  ok &= fails_with(open(path, O_WRONLY | O_CREAT, 0644), EROFS, "create in the grant");
+  return ok ? 0 : 1;
+}
+
+/* The answer's slot mounts as a runtime makes them, in a user and mount
+ * namespace of the test's own: they apply without creating a mount point,
+ * libvgpu opens the region read-write, and nothing else under
+ * /usr/local/vgpu can be created, removed, renamed or written. Skipped
+ * (with a message) where unprivileged user namespaces are off. */
+static void check_in_container(struct setup *s, const char *answer) {
+  char root[600], dir[700];
+  snprintf(root, sizeof(root), "%s/ctr", s->env.dir);
+  snprintf(dir, sizeof(dir), "%s/usr/local/vgpu", root);
+  for (char *p = dir + strlen(s->env.dir) + 1; (p = strchr(p + 1, '/')) != NULL;) {
+    *p = '\0';
+    assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+    *p = '/';
+  }
+  assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST); /* the image's own directory */
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(container_child(answer, root));
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 77) {
+    fprintf(stderr, "no unprivileged user namespace here: the mounts were not applied\n");
+    return;
+  }
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* A slot from before the read-only mount, written by its tenant: links,
+ * a FIFO and a directory where mount points go, junk beside them. The next
+ * Allocate of the same IDs removes it all, follows no link, and leaves
+ * exactly the slot's own entries, each of its kind (region_from checks the
+ * mounts and their mount points). */
+static void test_slot_planted(void **state) {
+  struct setup *s = *state;
+  start_fake(s, false);
+  start_plugin(s, NULL, NULL);
+  assert_non_null(strstr(fake(s, "registrations 1 5"), "\"ok\": true"));
+  const char *r = fake(s, "devices 1 5");
+  char u0[128];
+  uuid_from(r, 0, u0, sizeof(u0));
+  r = fake(s, "allocate %s::1", u0);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  struct region_view v;
+  region_from(r, &v);
+  static const char key[] = "{\"container_path\": \"/usr/local/vgpu\", \"host_path\": \"";
+  const char *m = strstr(r, key) + strlen(key);
+  char slot[600], path[700], victim[600], outside[600], kept[700];
+  snprintf(slot, sizeof(slot), "%.*s", (int)(strchr(m, '"') - m), m);
+  assert_int_equal(dir_entries(slot), 4); /* region.cache, grant, libvgpu.so, bin */
+
+  snprintf(victim, sizeof(victim), "%s/victim", s->env.dir);
+  write_file(victim, "a node file\n");
+  snprintf(outside, sizeof(outside), "%s/outside", s->env.dir);
+  assert_int_equal(mkdir(outside, 0755), 0);
+  snprintf(kept, sizeof(kept), "%s/keep", outside);
+  write_file(kept, "kept\n");
+  snprintf(path, sizeof(path), "%s/libvgpu.so", slot);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(symlink(victim, path), 0);
+  snprintf(path, sizeof(path), "%s/grant", slot);
+  assert_int_equal(rmdir(path), 0); /* pending: no grant file yet */
+  assert_int_equal(mkfifo(path, 0644), 0);
+  snprintf(path, sizeof(path), "%s/bin", slot);
+  assert_int_equal(rmdir(path), 0);
+  assert_int_equal(symlink(outside, path), 0);
+  snprintf(path, sizeof(path), "%s/region.cache", slot);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/region.cache/x", slot);
+  write_file(path, "x");
+  snprintf(path, sizeof(path), "%s/junk", slot);
+  write_file(path, "for the next tenant\n");
+  /* a region's temporary name, but old: not an Allocate's at work */
+  snprintf(path, sizeof(path), "%s/.region.cache.new.1.1", slot);
+  write_file(path, "stale");
+  struct timespec old[2] = {{.tv_sec = 1000000}, {.tv_sec = 1000000}};
+  assert_int_equal(utimensat(AT_FDCWD, path, old, AT_SYMLINK_NOFOLLOW), 0);
+  snprintf(path, sizeof(path), "%s/jdir", slot);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/jdir/link", slot);
+  assert_int_equal(symlink(outside, path), 0);
+
+  r = fake(s, "allocate %s::1", u0);
+  assert_non_null(strstr(r, "\"ok\": true"));
+  region_from(r, &v);
+  assert_true(v.pending);
+  assert_int_equal(dir_entries(slot), 4);
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/libvgpu.so", slot);
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode) && st.st_size == 0 && st.st_nlink == 1);
+  snprintf(path, sizeof(path), "%s/bin", slot);
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  snprintf(path, sizeof(path), "%s/.region.cache.new.1.1", slot);
+  assert_int_equal(lstat(path, &st), -1);
+  /* nothing outside the slot was touched through the links */
+  FILE *f = fopen(victim, "r");
+  char text[64] = "";
+  assert_non_null(f);
+  assert_non_null(fgets(text, sizeof(text), f));
+  fclose(f);
+  assert_string_equal(text, "a node file\n");
+  assert_int_equal(stat(kept, &st), 0);
+  check_in_container(s, r);
 }
 
 static double json_t(const char *r) {
@@ -398,6 +610,7 @@ static void test_example_gpushare(void **state) {
            "\"read_only\": true}",
            cli);
   assert_non_null(strstr(r, want));
+  check_in_container(s, r); /* bin/vgpu and a real libvgpu.so mounted too */
   /* the preference keeps a container's memory on one GPU */
   const char *pref = strstr(r, "\"preferred\"");
   assert_non_null(pref);
@@ -829,6 +1042,7 @@ static void test_concurrent_allocate(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_slot_planted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_restart, setup, teardown),
       cmocka_unit_test_setup_teardown(test_devices_changed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kubelet_missing_at_start, setup, teardown),

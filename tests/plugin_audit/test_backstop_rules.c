@@ -51,6 +51,29 @@ static void test_mountinfo(void **s) {
     assert_int_equal(vg_mountinfo_slot(not_ours[i], strlen(not_ours[i]), slot), 0);
 }
 
+/* The slot read-only with the region file mounted read-write over it
+ * (docs/device-plugin.md): two entries name the slot, only the one at
+ * /usr/local/vgpu itself counts, whichever comes first. */
+static void test_mountinfo_region_mount(void **s) {
+  (void)s;
+  static const char region[] =
+      "1213 1210 254:0 /var/lib/vgpu/slots/0f1e2d3c4b5a6978/region.cache "
+      "/usr/local/vgpu/region.cache rw,relatime - ext4 /dev/vda rw\n";
+  static const char slot_ro[] =
+      "1210 1201 254:0 /var/lib/vgpu/slots/0f1e2d3c4b5a6978 /usr/local/vgpu ro,relatime - ext4 "
+      "/dev/vda rw\n";
+  char text[1024], slot[17] = "";
+  snprintf(text, sizeof(text), "%s%s", slot_ro, region);
+  assert_int_equal(vg_mountinfo_slot(text, strlen(text), slot), 1);
+  assert_string_equal(slot, "0f1e2d3c4b5a6978");
+  snprintf(text, sizeof(text), "%s%s", region, slot_ro);
+  memset(slot, 0, sizeof(slot));
+  assert_int_equal(vg_mountinfo_slot(text, strlen(text), slot), 1);
+  assert_string_equal(slot, "0f1e2d3c4b5a6978");
+  /* the region's mount alone is no slot mount */
+  assert_int_equal(vg_mountinfo_slot(region, strlen(region), slot), 0);
+}
+
 static void test_proc_slot(void **s) {
   (void)s;
   char root[] = "/tmp/vg-proc-XXXXXX", dir[64], path[96], slot[17];
@@ -89,6 +112,7 @@ static void test_over(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mountinfo),
+      cmocka_unit_test(test_mountinfo_region_mount),
       cmocka_unit_test(test_proc_slot),
       cmocka_unit_test(test_over),
   };
