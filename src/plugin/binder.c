@@ -19,6 +19,7 @@
 #include "assignment.h"
 #include "device_id.h"
 #include "distrust.h"
+#include "region_guard.h"
 #include "grant.h"
 #include "k8s.h"
 #include "log.h"
@@ -453,10 +454,13 @@ static void use_region(struct pass *p, const struct vg_pod_devices *d, enum vg_d
     vg_resizer_container(p->resizer, d, shm, slot);
     failed = shm->last_lock;
   }
-  if (failed == VG_SHM_LOCKED) return;
+  bool lost = vg_region_guard_lost(shm);
+  if (failed == VG_SHM_LOCKED && !lost) return;
   vg_distrust_add(&b->distrusted, shm->fd);
   char why[VG_ERR_MAX];
-  snprintf(why, sizeof(why), "region file %.300s: %s", shm->path, vg_shm_lock_strerror(failed));
+  snprintf(
+      why, sizeof(why), "region file %.300s: %s", shm->path,
+      lost ? "it was truncated while the node agent wrote to it" : vg_shm_lock_strerror(failed));
   report_untrusted(b, d, slot, why);
 }
 
@@ -485,8 +489,15 @@ static int on_devices(const struct vg_pod_devices *d, void *arg) {
     if (dialect != VG_DIALECT_COUNT) leave_pending(b, path, "open", "%s", err.msg);
     return 0;
   }
+  /* A container that truncates its region under the agent must cost it the
+   * region, not its life (region_guard.h). */
+  if (vg_region_guard(&shm) != 0) {
+    report_untrusted(b, d, slot, "no guard left for its region (the agent's table is full)");
+    vg_shm_close(&shm);
+    return 0;
+  }
   use_region(p, d, dialect, &shm, slot);
-  vg_shm_close(&shm);
+  vg_region_guard_close(&shm);
   return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "grant.h"
 #include "k8s.h"
 #include "region.h"
+#include "region_guard.h"
 #include "resize.h"
 #include "json_get.h"
 
@@ -482,6 +483,35 @@ static void test_hostile_regions_hurt_only_themselves(void **state) {
   kubelet("unassign default neighbour");
 }
 
+/* A container truncates its region while the agent writes to it: the
+ * agent finishes on a dead copy and learns the region was lost, instead of
+ * dying of SIGBUS (region_guard.h). Without the guard this test's process
+ * dies. */
+static void test_truncated_under_the_agent(void **state) {
+  (void)state;
+  char dir[600], path[700];
+  snprintf(dir, sizeof(dir), "%s/guarded", tmpdir);
+  assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+  struct vg_shm shm;
+  struct vg_err err;
+  if (vg_region_create_slot(&shm, dir, &err) != 0) fail_msg("%s", err.msg);
+  vg_shm_close(&shm);
+  if (vg_region_open_slot(&shm, dir, false, &err) != 0) fail_msg("%s", err.msg);
+  assert_int_equal(vg_region_guard(&shm), 0);
+  assert_false(vg_region_guard_lost(&shm));
+  snprintf(path, sizeof(path), "%s/%s", dir, VG_REGION_FILE);
+  assert_int_equal(truncate(path, 0), 0);
+  /* Locks (the mutex's page faults), writes a limit, unlocks. */
+  assert_int_equal(vg_region_set_sm_limit(&shm, 0, 40, &err), 0);
+  assert_true(vg_region_guard_lost(&shm));
+  assert_true(vg_region_guard_close(&shm));
+  /* The guard is free again, and an intact region is not reported lost. */
+  if (vg_region_create_slot(&shm, dir, &err) != 0) fail_msg("%s", err.msg);
+  assert_int_equal(vg_region_guard(&shm), 0);
+  assert_int_equal(vg_region_set_sm_limit(&shm, 0, 40, &err), 0);
+  assert_false(vg_region_guard_close(&shm));
+}
+
 /* No kubelet socket: a clear error naming it. */
 static void test_kubelet_down(void **state) {
   (void)state;
@@ -867,6 +897,7 @@ int main(void) {
       cmocka_unit_test(test_cce_limits),
       cmocka_unit_test(test_unbindable_stays_pending),
       cmocka_unit_test(test_hostile_regions_hurt_only_themselves),
+      cmocka_unit_test(test_truncated_under_the_agent),
       cmocka_unit_test(test_kubelet_down),
       cmocka_unit_test(test_apiserver_down_then_retries),
       cmocka_unit_test(test_concurrent_50_pods),
