@@ -80,14 +80,24 @@ static void fuzz_file(const char *path, const uint8_t *data, size_t size, int st
   size_t len = stretch ? sizeof(struct vg_region) : size;
   uint8_t *content = calloc(1, len ? len : 1);
   memcpy(content, data, size < len ? size : len);
-  /* The mutex stays zero (an unlocked mutex): one of garbage can block a
-   * locker forever, a hazard of its own that no parse can refuse. */
-  if (stretch)
-    memset(content + offsetof(struct vg_region, lock), 0, sizeof(((struct vg_region *)0)->lock));
+  /* The mutex is a real one whose lock word and owner come from the input,
+   * as a tenant's dd forges them: a lock "held" by anyone must fail closed
+   * at its deadline (0 here), and an owner marked dead must be repaired.
+   * Its other fields stay what vg_shared_mutex_init made: garbage there is
+   * no parse's to refuse. */
+  if (stretch) {
+    pthread_mutex_t *m = (pthread_mutex_t *)(content + offsetof(struct vg_region, lock));
+    int lock = m->__data.__lock, owner = m->__data.__owner;
+    memset(m, 0, sizeof(((struct vg_region *)0)->lock));
+    vg_shared_mutex_init(m);
+    m->__data.__lock = lock;
+    m->__data.__owner = owner;
+  }
   write_file(path, content, len);
   struct vg_shm shm;
   struct vg_err err;
   if (vg_region_open(&shm, path, &err) == 0) {
+    shm.lock_wait_ms = 0;
     /* Whatever the body holds: nothing may crash (a lock that fails is the
      * callers' to fail closed on). */
     if (vg_region_lock(&shm) == 0) {
