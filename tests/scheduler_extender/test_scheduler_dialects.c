@@ -718,6 +718,48 @@ static void test_watch_drops_changed_views(void **s) {
   assert_int_equal(ext_sched_start(NULL), 0);
 }
 
+/* Issue 27: at --cache-ttl-ms 0 with both watches synced, filters are
+ * answered from the watch-fed store: no API read per filter, yet every
+ * change the watch delivered is seen by the next filter (a pod bound and a
+ * node's inventory changed behind the scheduler's back: ext_admin waits for
+ * the watch event, docs/scheduler.md "Freshness"), and our own bind is seen
+ * by the very next filter with no wait at all (read-your-writes). */
+static void test_ttl0_watch_fed(void **s) {
+  (void)s;
+  ext_sched_stop(false);
+  ext_add_node("wf-pod", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("wf-inv", 1, 16, A100, "[" VGPU16 "]", 0);
+  ext_add_node("wf-bind", 1, 16, A100, "[" VGPU16 "]", 0);
+  assert_int_equal(ext_sched_start(NULL), 0); /* --cache-ttl-ms 0, watching */
+  wait_watching();
+  long gets = ext_api_gets();
+  assert_true(fits_on("wf-pod"));
+  assert_true(fits_on("wf-inv"));
+  assert_true(fits_on("wf-bind"));
+  assert_true(fits_on("wf-pod")); /* TTL 0: asked again, still no read */
+  assert_int_equal(ext_api_gets(), gets);
+
+  /* A pod bound by someone else takes 8 of wf-pod's 16 GiB. */
+  add_holder("wf-holder", "wf-pod", "nvidia.com/vgpu", "GPU-wf-pod-0", 8 * EXT_GIB, 0);
+  assert_false(fits_on("wf-pod"));
+  /* wf-inv's device plugin reports its GPU Unhealthy. */
+  ext_add_node("wf-inv", 1, 16, A100, "[" VGPU16 "]", 1);
+  assert_false(fits_on("wf-inv"));
+  assert_true(fits_on("wf-bind"));
+  assert_int_equal(ext_api_gets(), gets);
+
+  /* Our bind of 12 GiB on wf-bind, then at once a filter: the store may not
+   * have the bind yet, so the node is read from the API until it does. */
+  ext_add_pod("wf-mine", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"12288\"", NULL, NULL,
+              NULL);
+  json_object *res = ext_bind("wf-mine", "wf-bind");
+  assert_string_equal(ext_bind_error(res), "");
+  json_object_put(res);
+  assert_false(fits_on("wf-bind"));
+  ext_sched_stop(false);
+  assert_int_equal(ext_sched_start(NULL), 0);
+}
+
 /* ---- concurrent filters and binds ---- */
 
 struct worker {
@@ -816,6 +858,7 @@ int main(void) {
       cmocka_unit_test(test_score_all_containers),
       cmocka_unit_test(test_context_reserve),
       cmocka_unit_test(test_watch_drops_changed_views),
+      cmocka_unit_test(test_ttl0_watch_fed),
       cmocka_unit_test(test_recorded_requests),
       cmocka_unit_test(test_restart_recovery),
       cmocka_unit_test(test_concurrent_no_double_booking),
