@@ -118,11 +118,15 @@ static void warm(struct ext_watch *w) {
  * means ready. */
 static void set_up(struct watcher *r, int up) {
   struct vg_ext *x = r->w->x;
+  /* Whatever happened while not watching is unknown: every view goes, before
+   * the store is trusted (a view read from the API while the watch was down
+   * must not then live the watch's long TTL) and after it no longer is. */
+  if (up) ext_invalidate_all(x);
   pthread_mutex_lock(&x->lock);
   r->up = up;
   if (!up) x->m.watch_up[r->pod ? 0 : 1] = 0;
   pthread_mutex_unlock(&x->lock);
-  ext_invalidate_all(x); /* whatever happened while not watching is unknown */
+  if (!up) ext_invalidate_all(x);
   if (!up) return;
   warm(r->w);
   pthread_mutex_lock(&x->lock);
