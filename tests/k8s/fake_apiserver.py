@@ -445,9 +445,19 @@ class Handler(BaseHTTPRequestHandler):
             # the tests, which watch from a fresh list's rv).
             seen = {(o["metadata"].get("namespace", ""), o["metadata"]["name"])
                     for o in self.table(kind).values() if self.selected(kind, o, sel)}
+            first = set()
             for rv, etype, k, obj in st.events:
                 if rv > since and k == kind:
-                    seen.discard((obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+                    key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    # An object whose first event since the watcher's rv is a
+                    # deletion existed then: the DELETED must reach it (else
+                    # a pod deleted between a list and its watch is never
+                    # seen to go, as no real API server would do).
+                    if key not in first and etype == "DELETED" and self.selected(kind, obj, sel):
+                        seen.add(key)
+                    elif key not in first:
+                        seen.discard(key)
+                    first.add(key)
         timeout = float(q.get("timeoutSeconds") or 1800)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.monotonic() + timeout

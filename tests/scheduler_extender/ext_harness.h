@@ -36,7 +36,9 @@ long ext_call(const char *path, const char *body, size_t len, char **out);
 /* POSTs body, fails the test unless the status is want; the parsed answer. */
 json_object *ext_post(const char *path, const char *body, long want);
 /* POSTs an object to the fake API server's /_test/ endpoints; a Pod or a
- * Node is waited for until the running scheduler's watch delivered it. */
+ * Node is waited for until the running scheduler's watch delivered it
+ * (only when its watches are up: a test that writes just after starting a
+ * scheduler waits for them first, or races the watch). */
 void ext_admin(const char *path, const char *body);
 /* The running scheduler's watch events so far for resource ("pods",
  * "nodes"), from /metrics; -1 when none runs or its watches are not both up. */
