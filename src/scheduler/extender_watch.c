@@ -183,11 +183,9 @@ static void *run(void *arg) {
   return NULL;
 }
 
-static int start_one(struct ext_watch *w, struct watcher *r, const char *what, const char *path,
-                     bool pod, struct vg_err *err) {
-  *r = (struct watcher){.w = w, .what = what, .path = path, .pod = pod};
+static int start_one(struct watcher *r, struct vg_err *err) {
   if (pthread_create(&r->thread, NULL, run, r) != 0)
-    return vg_err_set(err, "cannot start the %s watch thread", what), -1;
+    return vg_err_set(err, "cannot start the %s watch thread", r->what), -1;
   r->started = true;
   return 0;
 }
@@ -201,9 +199,14 @@ int vg_ext_watch_start(struct vg_ext *x, struct vg_err *err) {
     free(w);
     return vg_err_set(err, "out of memory"), -1;
   }
+  /* Both set up before either thread runs: each reads the other's up
+   * (ext_synced_store) as soon as its list is in. */
+  w->pods = (struct watcher){.w = w, .what = "pods", .path = "/api/v1/pods", .pod = true};
+  w->nodes = (struct watcher){.w = w, .what = "nodes", .path = "/api/v1/nodes", .pod = false};
+  pthread_mutex_lock(&x->lock); /* filters may be running already */
   x->watch = w;
-  if (start_one(w, &w->pods, "pods", "/api/v1/pods", true, err) != 0 ||
-      start_one(w, &w->nodes, "nodes", "/api/v1/nodes", false, err) != 0) {
+  pthread_mutex_unlock(&x->lock);
+  if (start_one(&w->pods, err) != 0 || start_one(&w->nodes, err) != 0) {
     vg_ext_watch_stop(x);
     return -1;
   }
