@@ -11,8 +11,9 @@ bound pod holding half of GPU 0. Two sets of names are sent: every node once
 For each TTL and set a fresh vgpu-scheduler is started; the figures are the
 time its Pod and Node watches took to come up (/metrics vgpu_scheduler_watch_up,
 the list they start from included), then the client wall time of the first
-/filter and of --warm more, and the API requests the filters cost (the fake's
-GET /_test/requests, before and after). Prints figures; asserts nothing.
+/filter and of --warm more, the API requests the filters cost (the fake's
+GET /_test/requests, before and after; the resize poller's pod lists count
+too) and the scheduler's RSS after them. Prints figures; asserts nothing.
 
 Usage: bench/extender_names.py [--build DIR] [--nodes N] [--warm N] [--no-watch]
 """
@@ -27,7 +28,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, TOKEN, post, start_fake_api  # noqa: E402
 from extender_latency import holder, node_object, pod, start  # noqa: E402
-from load import stop  # noqa: E402
+from load import hwm_kib, stop  # noqa: E402
 
 
 def api_counts(api_port):
@@ -73,11 +74,13 @@ def run(build, kc, api_port, ttl, label, names, warm, watch):
             times.append((time.perf_counter() - t0) * 1e3)
             passed = len(res.get("NodeNames") or [])
         calls = diff(api_counts(api_port), before)
+        rss = dict(hwm_kib(sched.pid)).get("VmRSS", 0)
         print("ttl %-4s %-8s %d names (%d distinct): watches up %s; first %.0f ms, warm %s ms; "
-              "%d passed; API requests over the %d filters: %s"
+              "%d passed; API requests over the %d filters: %s; RSS %.0f MB"
               % (ttl if ttl is not None else "dflt", label, len(names), len(set(names)),
                  "%.2f s" % up if up is not None else "-", times[0],
-                 " ".join("%.0f" % t for t in times[1:]), passed, 1 + warm, calls), flush=True)
+                 " ".join("%.0f" % t for t in times[1:]), passed, 1 + warm, calls, rss / 1024),
+              flush=True)
     finally:
         stop(sched)
 
