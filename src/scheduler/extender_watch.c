@@ -12,8 +12,10 @@
  * and the next filter rebuilds it from the store, without an API request.
  *
  * While both watches are synced a view is used until an event drops it, at
- * any --cache-ttl-ms, 0 included (WATCH_TTL_MS is only a safety net: the
- * rebuild costs no API request). While either is down or not yet synced the
+ * any --cache-ttl-ms, 0 included, with no time limit: rebuilding it from the
+ * store would give the same view (the 5-minute limit this had when views
+ * came from the API only made the first filter after a quiet spell rebuild
+ * every view, 50 ms and more at 5,000 nodes). While either is down or not yet synced the
  * store is not used, views live --cache-ttl-ms and are read from the API,
  * and every view is dropped whenever a watch comes up or goes down (events
  * may have been missed in between). On 410 Gone the collection is listed
@@ -26,6 +28,7 @@
  * here decides a placement: bind still re-reads the node under its lock, so a
  * late event can cost a wasted filter, never a double booking.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +38,6 @@
 #include "extender_int.h"
 #include "log.h"
 
-#define WATCH_TTL_MS (5L * 60 * 1000)
 #define RETRY_MS 1000
 
 struct watcher {
@@ -60,10 +62,7 @@ struct ext_store *ext_synced_store(const struct vg_ext *x) {
   return w != NULL && w->pods.up && w->nodes.up ? w->store : NULL;
 }
 
-long ext_view_ttl_ms(const struct vg_ext *x) {
-  if (!ext_synced_store(x)) return x->ttl_ms;
-  return x->ttl_ms > WATCH_TTL_MS ? x->ttl_ms : WATCH_TTL_MS;
-}
+long ext_view_ttl_ms(const struct vg_ext *x) { return ext_synced_store(x) ? LONG_MAX : x->ttl_ms; }
 
 static const char *node_of(const struct watcher *r, json_object *obj) {
   if (r->pod) return ext_get_str(ext_get(obj, "spec"), "nodeName");
