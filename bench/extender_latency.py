@@ -13,8 +13,10 @@ pair is one sample (client wall time, HTTP included).
 Three modes:
   names-warm  nodeCacheCapable (NodeNames), the node views cached (the
               steady state: --cache-ttl-ms longer than the run)
-  names-cold  NodeNames, --cache-ttl-ms 0: every request reads every node and
-              its pods from the API server (the fake, in Python)
+  names-cold  NodeNames, --cache-ttl-ms 0 --no-watch: every request reads every
+              node and its pods from the API server (the fake, in Python); with
+              the watches on, TTL 0 is served from the watch-fed store like
+              names-warm (bench/extender_names.py measures that)
   nodes       full NodeList in the body (nodeCacheCapable: false)
 Prints median and p90 per mode, in ms, of the client's wall time for the
 pair (two HTTP requests, one connection each, and Python's JSON on the
@@ -139,7 +141,8 @@ def run_mode(mode, build, kubeconfig, rows, nodes, samples, cg_out=None):
         wrap = ["valgrind", "--tool=callgrind", "--toggle-collect=do_filter",
                 "--toggle-collect=do_prioritize", "--callgrind-out-file=" + cg_out]
     sched, port = start(wrap + [os.path.join(build, "bin", "vgpu-scheduler"), "--listen",
-                                "127.0.0.1:0", "--kubeconfig", kubeconfig, "--cache-ttl-ms", ttl])
+                                "127.0.0.1:0", "--kubeconfig", kubeconfig, "--cache-ttl-ms", ttl]
+                  + (["--no-watch"] if mode == "names-cold" else []))
     try:
         if mode == "nodes":
             body = json.dumps({"Pod": pod(), "Nodes": {"metadata": {}, "items": nodes},

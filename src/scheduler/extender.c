@@ -197,6 +197,9 @@ static int first_names(struct vg_ext *x, const struct candidates *cs, struct eva
     return -1;
   }
   int misses = 0;
+  pthread_mutex_lock(&x->lock);
+  if (ext_synced_store(x) != NULL) look = false; /* misses come from the store: no list */
+  pthread_mutex_unlock(&x->lock);
   for (int i = 0; i < cs->n; i++) {
     ev->first[i] = ext_index_put(&ix, cs->names[i], i);
     if (look && ev->first[i] == i && misses < EXT_BATCH_MIN &&
@@ -485,9 +488,17 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
         json_object_new_string(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN)));
     json_object_put(a);
   }
+  /* Read-your-writes: until the watch delivers this bind, the store lacks
+   * it and the next filter would offer the GPUs we just gave away; so the
+   * node is read from the API till then. Marked before the request, as the
+   * event may arrive before it returns. */
+  char key[EXT_POD_KEY_MAX];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  if (annotations) ext_pending_add(x, e, key);
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
   if (rc != 0)
     snprintf(why, sizeof(why), "%s%.480s", rc == VG_K8S_ECONFLICT ? "conflict: " : "", err.msg);
+  if (rc != 0 && annotations) ext_pending_seen(x, key, node); /* no event will come */
   ext_invalidate(x, node);
 done:
   pthread_mutex_unlock(&e->bind_lock);
@@ -553,6 +564,7 @@ void vg_ext_free(struct vg_ext *x) {
     free(e);
   }
   ext_forget_bad_pods(x);
+  free(x->pending);
   vg_workload_free(&x->workload);
   pthread_mutex_destroy(&x->lock);
   free(x);

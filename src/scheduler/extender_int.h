@@ -13,7 +13,10 @@
  *                       (binpack/spread), reasons for misfits, the assignment
  *                       a bind writes, and the node in the placement core's terms
  *   extender_out.c      the answers, written as text; no '%' in any reason
- *   extender_watch.c    watches Pods and Nodes to drop cached views that changed
+ *   extender_watch.c    watches Pods and Nodes: feeds the store, drops cached
+ *                       views that changed
+ *   extender_store.c    the Nodes' inventories and the GPU Pods as the watches
+ *                       deliver them: views without API requests
  *   extender_batch.c    a name index; the Nodes and Pods listed once for a
  *                       request whose candidates mostly miss the cache
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
@@ -121,6 +124,11 @@ struct node_entry {
   int rc;       /* 0, or why the view is unusable (why) */
   char why[256];
   char *inventory; /* the annotation text view was built from, or NULL */
+  /* Our own binds to this node the watch has not delivered yet: until it
+   * has (or pending_until passes), the store lacks them and a view is read
+   * from the API instead (read-your-writes; under x->lock). */
+  int pending;
+  struct timespec pending_until;
   struct node_view view;
   struct node_entry *next;   /* all entries (for freeing) */
   struct node_entry *bucket; /* next in its hash bucket */
@@ -128,7 +136,41 @@ struct node_entry {
 
 #define EXT_BUCKETS 4096 /* node entries are looked up once per candidate per verb */
 
-struct ext_watch; /* extender_watch.c */
+struct ext_watch;   /* extender_watch.c */
+struct ext_store;   /* extender_store.c */
+struct ext_pending; /* extender_view.c */
+
+/* ---- the watch-fed store (extender_store.c) ---- */
+
+struct ext_store *ext_store_new(void); /* NULL: out of memory */
+void ext_store_free(struct ext_store *s);
+/* Replaces every Pod (pods) or every Node with a list's items; their count. */
+int ext_store_reset(struct ext_store *s, bool pods, json_object *list);
+/* One watch event's object (deleted: a DELETED event). True when a view can
+ * change; changed[] then names the nodes whose views do ("" = none). */
+bool ext_store_apply(struct ext_store *s, bool pod, bool deleted, json_object *obj,
+                     char changed[2][VG_SCHED_NAME_MAX * 2]);
+/* The readers below run between ext_store_read and ext_store_done (a read
+ * lock); what they lend lives until ext_store_done. */
+void ext_store_read(struct ext_store *s);
+void ext_store_done(struct ext_store *s);
+/* Does the Node exist? *inventory: its inventory text, or NULL; *base: the
+ * view parsed from it (only its n GPUs are there: ext_view_copy it), or NULL
+ * with *why saying why it is unusable; *why NULL: not parsed, parse *inventory. */
+bool ext_store_node(struct ext_store *s, const char *name, const char **inventory,
+                    const struct node_view **base, const char **why);
+/* fn for each Pod bound to the node that may hold GPUs there, with its
+ * vgpu.io/assigned parsed as the event came (has, a, error: as
+ * vg_assign_from_pod returns them). */
+typedef void (*ext_store_pod_fn)(void *ctx, json_object *pod, int has,
+                                 const struct vg_assignment *a, const char *error);
+void ext_store_pods(struct ext_store *s, const char *name, ext_store_pod_fn fn, void *ctx);
+/* "namespace/name" of pod into key (what binds mark pending); false when
+ * it has no name. */
+bool ext_pod_key(json_object *pod, char *key, size_t len);
+/* The names of the Nodes (*names and each name: caller frees); how many.
+ * Takes the read lock itself. */
+size_t ext_store_names(struct ext_store *s, char ***names);
 
 /* ---- names and batched reads (extender_batch.c) ---- */
 
@@ -172,7 +214,10 @@ struct vg_ext {
   const struct vg_policy *policy;
   struct vg_workload workload;
   long ttl_ms;
-  struct ext_watch *watch;     /* NULL unless vg_ext_watch_start */
+  struct ext_watch *watch; /* NULL unless vg_ext_watch_start */
+  /* Binds waiting for their watch event (node_entry.pending), under lock. */
+  struct ext_pending *pending;
+  int npending, cap_pending;
   struct ext_resizer *resizer; /* NULL unless vg_ext_resize_start */
   pthread_mutex_t lock;        /* nodes list, buckets and cached views */
   struct node_entry *nodes;
@@ -213,8 +258,19 @@ void ext_invalidate_all(struct vg_ext *x);
  * nodes this scheduler may never be asked about). */
 void ext_invalidate_known(struct vg_ext *x, const char *name);
 /* How long a cached view may be used now (extender_watch.c): --cache-ttl-ms,
- * or much longer while the watch keeps the cache honest. Lock held. */
+ * or, while both watches are synced, until an event drops it (any TTL, 0
+ * included: see docs/scheduler.md, "Freshness"). Lock held. */
 long ext_view_ttl_ms(const struct vg_ext *x);
+/* The store, when both watches are synced (its views are current as of the
+ * last event); else NULL. Lock held. */
+struct ext_store *ext_synced_store(const struct vg_ext *x);
+/* Read-your-writes for our binds: pod ("ns/name") is being bound to e's node
+ * (ext_pending_add), its watch event arrived bound to node
+ * (ext_pending_seen), or the bind failed (ext_pending_seen, node = e's). */
+#define EXT_POD_KEY_MAX 320  /* "namespace/name": 63 + 1 + 253 bytes and the NUL */
+#define EXT_PENDING_MS 30000 /* the most a bind is waited for: then the store is trusted */
+void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod);
+void ext_pending_seen(struct vg_ext *x, const char *pod, const char *node);
 /* Copies a view: the header and its n GPUs only (most nodes have far fewer
  * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */
 void ext_view_copy(struct node_view *dst, const struct node_view *src);
@@ -226,6 +282,13 @@ void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int 
 bool ext_note_bad_pod(struct vg_ext *x, const char *key);
 void ext_forget_bad_pods(struct vg_ext *x); /* vg_ext_free */
 #define EXT_BAD_PODS_MAX 4096
+/* The view of a Node with this inventory text and no pods, sized to its
+ * GPUs (free it); NULL with why when unusable. */
+struct node_view *ext_base_view(const char *inventory, char *why, size_t len);
+/* What a pod's parsed vgpu.io/assigned (has, a, error: as vg_assign_from_pod
+ * gives them) holds on v; an unreadable one as extender_view.c says. */
+void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, int has,
+                         const struct vg_assignment *a, const char *error, struct node_view *v);
 /* The inventory annotation's text -> v (nothing used yet). */
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 

@@ -12,9 +12,12 @@
  * is why every dialect's assignment carries the bytes it may use.
  *
  * State lives only in the API: a restarted scheduler rebuilds exactly this
- * from the Node and the node's pods. Filter and prioritize reuse a view for
- * --cache-ttl-ms; bind always reads fresh, under the node's bind lock.
+ * from the Node and the node's pods. Filter and prioritize build a view from
+ * the watch-fed store while both watches are synced (extender_store.c), else
+ * from the API, and reuse it while it is current (ext_view_ttl_ms); bind
+ * always reads fresh, under the node's bind lock.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +119,7 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
 
 static const char *inventory_text(json_object *node);
 
-static int view_from_node(json_object *node, struct node_view *v, char *why, size_t len) {
-  const char *text = inventory_text(node);
+static int view_from_inventory(const char *text, struct node_view *v, char *why, size_t len) {
   if (!text) {
     snprintf(why, len, "no %s annotation (is vgpu-device-plugin running there?)", VG_ANN_INVENTORY);
     return -1;
@@ -216,25 +218,49 @@ static void hold_unreadable(struct vg_ext *x, const char *node, json_object *pod
     vg_warn("pod %s/%s on node %s: %s; %s", ns ? ns : "?", name ? name : "?", node, error, counted);
 }
 
+void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, int has,
+                         const struct vg_assignment *a, const char *error, struct node_view *v) {
+  if (has < 0) {
+    hold_unreadable(x, node, pod, v, error);
+    return;
+  }
+  for (int c = 0; has && c < a->nctrs; c++)
+    for (int k = 0; k < a->ctr[c].ngpus; k++) hold(v, a->ctr[c].resource, &a->ctr[c].gpu[k]);
+}
+
 static void hold_pod(struct vg_ext *x, const char *node, json_object *pod, struct node_view *v) {
   const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
   if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return;
   struct vg_assignment a;
   struct vg_err aerr = {{0}};
   int has = vg_assign_from_pod(pod, &a, &aerr);
-  if (has < 0) {
-    hold_unreadable(x, node, pod, v, aerr.msg);
-    return;
-  }
-  for (int c = 0; has && c < a.nctrs; c++)
-    for (int k = 0; k < a.ctr[c].ngpus; k++) hold(v, a.ctr[c].resource, &a.ctr[c].gpu[k]);
-  if (has) vg_assign_free(&a);
+  ext_hold_assignment(x, node, pod, has, &a, aerr.msg, v);
+  if (has > 0) vg_assign_free(&a);
 }
 
-/* Subtracts what the pods bound to the node hold: from batch's list when
- * given, else from a list of the node's pods. */
-static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_batch *batch,
-                         struct node_view *v, char *why, size_t len) {
+struct hold_ctx {
+  struct vg_ext *x;
+  const char *node;
+  struct node_view *v;
+};
+
+static void hold_stored(void *ctx, json_object *pod, int has, const struct vg_assignment *a,
+                        const char *error) {
+  struct hold_ctx *h = ctx;
+  ext_hold_assignment(h->x, h->node, pod, has, a, error, h->v);
+}
+
+/* Subtracts what the pods bound to the node hold: from the store (read
+ * lock held) or batch's list when given, else from a list of the node's
+ * pods. */
+static int subtract_pods(struct vg_ext *x, const char *node, struct ext_store *store,
+                         const struct ext_batch *batch, struct node_view *v, char *why,
+                         size_t len) {
+  if (store) {
+    struct hold_ctx h = {x, node, v};
+    ext_store_pods(store, node, hold_stored, &h);
+    return 0;
+  }
   if (batch) {
     json_object *items;
     for (int i = ext_batch_pods(batch, node, &items); i >= 0; i = ext_batch_next(batch, i))
@@ -308,11 +334,15 @@ static bool fresh_at(const struct vg_ext *x, const struct node_entry *e, const s
  * so that a full NodeList does not cost a pod list per node per request.
  * On a hit, use (when the view is usable) runs under the lock. use NULL (a
  * fresh read is wanted): never a hit; only *gen is read. */
+/* *store: where a miss is to be built from (NULL: the API): the synced
+ * store, unless a bind of ours to the node is not in it yet. */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
                    bool from_request, const char *inv, ext_view_fn use, void *ctx, char *why,
-                   size_t len, int *rc, unsigned *gen) {
+                   size_t len, int *rc, unsigned *gen, struct ext_store **store) {
   pthread_mutex_lock(&x->lock);
   *gen = e->gen;
+  bool pending = e->pending > 0 && elapsed_ms(now, &e->pending_until) > 0;
+  *store = pending ? NULL : ext_synced_store(x);
   bool hit = use != NULL && fresh_at(x, e, now, from_request, inv);
   if (hit) {
     *rc = e->rc;
@@ -329,9 +359,9 @@ static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec
 /* Caches what was read, unless an invalidation came in since the read began
  * (gen; for a batch, any drop since its lists were read): the view may
  * predate that change, so it is used once, not kept. */
-static void store(struct vg_ext *x, struct node_entry *e, const struct timespec *now, unsigned gen,
-                  const struct ext_batch *batch, int rc, const char *inv, const struct node_view *v,
-                  const char *why) {
+static void store_view(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
+                       unsigned gen, const struct ext_batch *batch, int rc, const char *inv,
+                       const struct node_view *v, const char *why) {
   char *copy = inv ? strdup(inv) : NULL;
   pthread_mutex_lock(&x->lock);
   bool keep = e->gen == gen && (!batch || batch->drops == x->drops);
@@ -368,17 +398,38 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   clock_gettime(CLOCK_MONOTONIC, &now);
   int rc;
   unsigned gen = 0;
+  struct ext_store *store = NULL;
   bool hit = cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), fresh ? NULL : use, ctx,
-                    why, len, &rc, &gen);
+                    why, len, &rc, &gen, &store);
   if (hit) return rc;
-  json_object *fetched = NULL;
   struct node_view v;
-  v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  v.n = 0;               /* every path below leaves a valid (maybe empty) view to cache */
+  if (store && !fresh) { /* no API request: what a list would give as of the last event */
+    ext_store_read(store);
+    const char *inv = inventory_text(node_obj), *base_why = NULL;
+    const struct node_view *base = NULL;
+    bool found = node_obj || ext_store_node(store, name, &inv, &base, &base_why);
+    if (!found) snprintf(why, len, "node not found");
+    if (!found)
+      rc = -1;
+    else if (node_obj || !base_why) /* the store parsed the inventory as the event came */
+      rc = view_from_inventory(inv, &v, why, len);
+    else if ((rc = base ? 0 : -1) != 0)
+      snprintf(why, len, "%s", base_why);
+    else
+      ext_view_copy(&v, base);
+    if (rc == 0) rc = subtract_pods(x, name, store, NULL, &v, why, len);
+    store_view(x, e, &now, gen, NULL, rc, inv, &v, why);
+    ext_store_done(store);
+    if (rc == 0) use(ctx, &v);
+    return rc;
+  }
+  json_object *fetched = NULL;
   if (!node_obj && batch) {
     node_obj = ext_batch_node(batch, name);
     if (!node_obj) {
       snprintf(why, len, "node not found");
-      store(x, e, &now, gen, batch, -1, NULL, &v, why);
+      store_view(x, e, &now, gen, batch, -1, NULL, &v, why);
       return -1;
     }
   } else if (!node_obj) {
@@ -386,14 +437,14 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
     if (k != 0) {
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      store(x, e, &now, gen, NULL, -1, NULL, &v, why);
+      store_view(x, e, &now, gen, NULL, -1, NULL, &v, why);
       return -1;
     }
     node_obj = fetched;
   }
-  rc = view_from_node(node_obj, &v, why, len);
-  if (rc == 0) rc = subtract_pods(x, name, batch, &v, why, len);
-  store(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
+  rc = view_from_inventory(inventory_text(node_obj), &v, why, len);
+  if (rc == 0) rc = subtract_pods(x, name, NULL, batch, &v, why, len);
+  store_view(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
   if (rc == 0) use(ctx, &v);
   return rc;
@@ -456,4 +507,67 @@ void ext_forget_bad_pods(struct vg_ext *x) {
     free((char *)x->bad_pods.keys[i]);
   ext_index_free(&x->bad_pods);
   x->nbad_pods = 0;
+}
+
+struct ext_pending {
+  char pod[EXT_POD_KEY_MAX]; /* "ns/name" */
+  struct node_entry *e;
+  struct timespec until;
+};
+
+static void pending_del(struct vg_ext *x, int i) {
+  x->pending[i].e->pending--;
+  x->pending[i] = x->pending[--x->npending];
+}
+
+void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  pthread_mutex_lock(&x->lock);
+  if (x->watch != NULL) { /* without a watch nothing would clear it, nor is the store used */
+    for (int i = x->npending; i-- > 0;)
+      if (elapsed_ms(&now, &x->pending[i].until) <= 0) pending_del(x, i); /* waited long enough */
+    if (x->npending == x->cap_pending) {
+      int cap = x->cap_pending ? 2 * x->cap_pending : 16;
+      struct ext_pending *p = realloc(x->pending, (size_t)cap * sizeof(*p));
+      if (p) x->pending = p, x->cap_pending = cap;
+    }
+    struct timespec until = {now.tv_sec + EXT_PENDING_MS / 1000, now.tv_nsec};
+    if (x->npending < x->cap_pending) {
+      struct ext_pending *p = &x->pending[x->npending++];
+      snprintf(p->pod, sizeof(p->pod), "%s", pod);
+      p->e = e;
+      p->until = until;
+      e->pending++;
+      e->pending_until = until;
+    } else { /* out of memory: the node is read from the API until the deadline */
+      e->pending_until = until;
+      e->pending++;
+    }
+  }
+  pthread_mutex_unlock(&x->lock);
+}
+
+void ext_pending_seen(struct vg_ext *x, const char *pod, const char *node) {
+  pthread_mutex_lock(&x->lock);
+  for (int i = x->npending; i-- > 0;)
+    if (strcmp(x->pending[i].pod, pod) == 0 && strcmp(x->pending[i].e->name, node) == 0)
+      pending_del(x, i);
+  pthread_mutex_unlock(&x->lock);
+}
+
+struct node_view *ext_base_view(const char *inventory, char *why, size_t len) {
+  struct node_view *v = malloc(sizeof(*v));
+  if (!v) {
+    snprintf(why, len, "out of memory");
+    return NULL;
+  }
+  if (view_from_inventory(inventory, v, why, len) != 0) {
+    free(v);
+    return NULL;
+  }
+  /* Most nodes have far fewer GPUs than VG_SCHED_MAX_GPUS: keep what it has. */
+  size_t used = offsetof(struct node_view, g) + (size_t)v->n * sizeof(v->g[0]);
+  struct node_view *small = realloc(v, used ? used : 1);
+  return small ? small : v;
 }

@@ -23,6 +23,10 @@ Test-only endpoints (same token):
   POST /_test/close_watches    -> every open watch stream ends now
   POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
   GET /_test/events            -> {"items": [the core/v1 Events POSTed]}
+  GET /_test/requests          -> {"counts": {"GET /api/v1/nodes": n, "WATCH /api/v1/pods": n,
+                                  ...}}: the API requests served so far, by verb and path
+                                  (no query), so tests and benches can tell which calls
+                                  a request to the scheduler cost
 pods/<name>/eviction (an Eviction) deletes the pod at once (no PDBs); the versions it takes
 are $VG_FAKE_EVICTION_VERSIONS (default "policy/v1,policy/v1beta1"; a 1.20 server: v1beta1).
 Pod lists also take labelSelector (key, !key, key=value, key!=value).
@@ -58,6 +62,7 @@ class Store:
         self.close_gen = 0
         self.uid = 0
         self.core_events = []  # core/v1 Event objects POSTed (GET /_test/events)
+        self.requests = {}  # "VERB /path" -> API requests served (GET /_test/requests)
 
     def bump(self, obj):
         self.rv += 1
@@ -208,6 +213,9 @@ class Handler(BaseHTTPRequestHandler):
         if parts[0] == "_test":
             return self.test_endpoint(method, parts[1:], q)
         with st.lock:
+            verb = "WATCH" if q.get("watch") in ("1", "true") else method
+            key = "%s %s" % (verb, url.path)
+            st.requests[key] = st.requests.get(key, 0) + 1
             if st.fail_next > 0:
                 st.fail_next -= 1
                 return self.fail(500, "InternalError", "injected failure")
@@ -437,9 +445,19 @@ class Handler(BaseHTTPRequestHandler):
             # the tests, which watch from a fresh list's rv).
             seen = {(o["metadata"].get("namespace", ""), o["metadata"]["name"])
                     for o in self.table(kind).values() if self.selected(kind, o, sel)}
+            first = set()
             for rv, etype, k, obj in st.events:
                 if rv > since and k == kind:
-                    seen.discard((obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+                    key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    # An object whose first event since the watcher's rv is a
+                    # deletion existed then: the DELETED must reach it (else
+                    # a pod deleted between a list and its watch is never
+                    # seen to go, as no real API server would do).
+                    if key not in first and etype == "DELETED" and self.selected(kind, obj, sel):
+                        seen.add(key)
+                    elif key not in first:
+                        seen.discard(key)
+                    first.add(key)
         timeout = float(q.get("timeoutSeconds") or 1800)
         bookmarks = q.get("allowWatchBookmarks") == "true"
         deadline = time.monotonic() + timeout
@@ -540,6 +558,10 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 items = copy.deepcopy(st.core_events)
             return self.send_json(200, {"items": items})
+        if method == "GET" and p == ["requests"]:
+            with st.lock:
+                counts = dict(st.requests)
+            return self.send_json(200, {"counts": counts})
         if method == "POST" and p == ["compact"]:
             with st.lock:
                 st.rv += 1  # open watches are now behind the compaction point

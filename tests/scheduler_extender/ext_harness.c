@@ -75,13 +75,61 @@ json_object *ext_post(const char *path, const char *body, long want) {
   return o;
 }
 
+long ext_watch_events(const char *resource) {
+  if (sched_pid <= 0) return -1;
+  char *out = NULL, line[96];
+  long n = -1;
+  if (ext_call("/metrics", NULL, 0, &out) == 200 && out &&
+      strstr(out, "vgpu_scheduler_watch_up{resource=\"pods\"} 1") &&
+      strstr(out, "vgpu_scheduler_watch_up{resource=\"nodes\"} 1")) {
+    snprintf(line, sizeof(line), "vgpu_scheduler_watch_events_total{resource=\"%s\"} ", resource);
+    const char *at = strstr(out, line);
+    if (at) n = strtol(at + strlen(line), NULL, 10);
+  }
+  free(out);
+  return n;
+}
+
+void ext_wait_watch_events(const char *resource, long before) {
+  for (int i = 0; before >= 0 && i < 1000; i++) { /* 10 s on a loaded machine */
+    long now = ext_watch_events(resource);
+    if (now < 0 || now > before) return; /* delivered, or the watch went down: API reads */
+    usleep(10 * 1000);
+  }
+  if (before >= 0) fail_msg("the scheduler's %s watch did not deliver a write in 10 s", resource);
+}
+
 void ext_admin(const char *path, const char *body) {
   struct vg_k8s_response r;
   struct vg_err err;
+  /* A Pod or Node written behind the scheduler's back reaches its store by
+   * the watch, milliseconds later (docs/scheduler.md, "Freshness"): wait
+   * for that, so that the next filter is sure to see it. */
+  const char *res = strcmp(path, "/_test/pods") == 0    ? "pods"
+                    : strcmp(path, "/_test/nodes") == 0 ? "nodes"
+                                                        : NULL;
+  long before = res ? ext_watch_events(res) : -1;
   if (vg_k8s_request(ext_api, "POST", path, "application/json", body, &r, &err) != 0)
     fail_msg("%s", err.msg);
   if (r.status != 201 && r.status != 200) fail_msg("%s -> %ld: %s", path, r.status, r.body);
   vg_k8s_response_free(&r);
+  if (res) ext_wait_watch_events(res, before);
+}
+
+long ext_api_gets(void) {
+  json_object *o = NULL;
+  struct vg_err err;
+  if (vg_k8s_call(ext_api, "GET", "/_test/requests", NULL, NULL, &o, &err) != 0)
+    fail_msg("%s", err.msg);
+  long n = 0;
+  json_object *counts = NULL;
+  if (json_object_object_get_ex(o, "counts", &counts)) {
+    json_object_object_foreach(counts, key, val) {
+      if (strncmp(key, "GET ", 4) == 0) n += json_object_get_int(val);
+    }
+  }
+  json_object_put(o);
+  return n;
 }
 
 static json_object *gpu_json(const char *node, int g, int mem_gib, const char *type,

@@ -35,8 +35,19 @@ int ext_teardown(void **state);
 long ext_call(const char *path, const char *body, size_t len, char **out);
 /* POSTs body, fails the test unless the status is want; the parsed answer. */
 json_object *ext_post(const char *path, const char *body, long want);
-/* POSTs an object to the fake API server's /_test/ endpoints. */
+/* POSTs an object to the fake API server's /_test/ endpoints; a Pod or a
+ * Node is waited for until the running scheduler's watch delivered it
+ * (only when its watches are up: a test that writes just after starting a
+ * scheduler waits for them first, or races the watch). */
 void ext_admin(const char *path, const char *body);
+/* The running scheduler's watch events so far for resource ("pods",
+ * "nodes"), from /metrics; -1 when none runs or its watches are not both up. */
+long ext_watch_events(const char *resource);
+/* Until that count passes before (-1: at once); fails the test after 10 s. */
+void ext_wait_watch_events(const char *resource, long before);
+/* GET requests (lists and single reads) the fake API server has served so
+ * far (its /_test/requests): what a filter cost in API reads. */
+long ext_api_gets(void);
 
 /* The contextReserve (bytes) the next Nodes' inventories carry; 0 by default. */
 extern long long ext_context_reserve;
