@@ -19,6 +19,7 @@
 #include "assignment.h"
 #include "device_id.h"
 #include "distrust.h"
+#include "flock_holders.h"
 #include "region_guard.h"
 #include "grant.h"
 #include "k8s.h"
@@ -33,6 +34,10 @@
 #define BINDER_FAST_MS 25       /* first retry after a wake; doubles up to the interval */
 #define BINDER_LIST_TIMEOUT_MS 5000
 #define BINDER_GPUS_MAX 64
+/* A flock held this long on a region is no open in progress (those take
+ * microseconds): a process of the container holds it on purpose. */
+#define BINDER_FLOCK_REPORT_MS 3000
+#define BINDER_LOCKS_FILE "/proc/locks"
 
 struct binder_gpu {
   char uuid[96];
@@ -58,6 +63,7 @@ struct vg_binder {
   /* Binder thread only (or the vg_binder_run_once caller). */
   struct vg_once logged;         /* "what|ns/pod/container/resource" said once */
   struct vg_distrust distrusted; /* regions whose lock a container held or forged */
+  struct vg_distrust flocked;    /* regions seen under flock, and since when */
   char last_logged_error[VG_ERR_MAX];
   uint64_t pass_unbindable;
   uint64_t pass_bound;
@@ -155,6 +161,8 @@ static uint64_t gpu_memory(struct vg_binder *b, const char *uuid, const struct v
 struct pass {
   struct vg_binder *b;
   struct vg_resizer *resizer; /* open resize requests on this node, or NULL */
+  struct vg_flock_set flocks; /* the node's flocks at the start of the pass */
+  bool have_flocks;
 };
 
 /* Leaves the region pending and says why, once per container and reason. */
@@ -413,11 +421,18 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
   if (has > 0) vg_assign_free(&asg);
 }
 
-/* A region the container made unusable for the agent: said once in the
- * log and as a Warning Event on the pod, and counted. Its container stays
- * held to its grant; its pending limits and resizes wait on it no more. */
+/* What a distrusted region costs its container, in the report. */
+static const char GIVEN_UP[] =
+    "the node agent no longer waits on this region (the container stays held to its grant; "
+    "pending limits and resizes of it are refused)";
+static const char SELF_BLOCKED[] =
+    "its own new processes cannot open it and refuse GPU work (the node agent takes no flock and "
+    "is not held up; the container stays held to its grant)";
+
+/* A region the container forged, replaced or holds: said once in the log
+ * and as a Warning Event on the pod, and counted. */
 static void report_untrusted(struct vg_binder *b, const struct vg_pod_devices *d, const char *slot,
-                             const char *why) {
+                             const char *why, const char *cost) {
   char key[1200];
   snprintf(key, sizeof(key), "%s/%s/%s", d->ns, d->pod, slot);
   if (!first_time(b, "untrusted", key)) return;
@@ -425,16 +440,34 @@ static void report_untrusted(struct vg_binder *b, const struct vg_pod_devices *d
   b->stats.untrusted++;
   pthread_mutex_unlock(&b->lock);
   char msg[VG_ERR_MAX + 300];
-  snprintf(msg, sizeof(msg),
-           "container %s: %s; the node agent no longer waits on this region (the container stays "
-           "held to its grant; pending limits and resizes of it are refused)",
-           d->container, why);
+  snprintf(msg, sizeof(msg), "container %s: %s; %s", d->container, why, cost);
   blog("pod %s/%s: %s", d->ns, d->pod, msg);
   if (b->k8s == NULL) return;
   struct vg_err err = {""};
   if (vg_k8s_pod_event_named(b->k8s, d->ns, d->pod, "Warning", "RegionUntrusted", msg,
                              "vgpu-device-plugin", &err) != 0)
     blog("pod %s/%s: the RegionUntrusted Event could not be recorded: %s", d->ns, d->pod, err.msg);
+}
+
+/* A flock the container has held on its region past BINDER_FLOCK_REPORT_MS
+ * (flock_holders.h): seen in one pass, reported in a later one. */
+static void check_flock(struct pass *p, const struct vg_pod_devices *d, const struct vg_shm *shm,
+                        const char *slot) {
+  struct vg_binder *b = p->b;
+  if (!p->have_flocks) return;
+  if (!vg_flock_held(&p->flocks, shm->fd)) {
+    vg_distrust_remove(&b->flocked, shm->fd);
+    return;
+  }
+  long long age = vg_distrust_age_ms(&b->flocked, shm->fd);
+  if (age < 0) vg_distrust_add(&b->flocked, shm->fd);
+  if (age < BINDER_FLOCK_REPORT_MS) return;
+  char why[VG_ERR_MAX];
+  snprintf(why, sizeof(why),
+           "region file %.300s: a process of the container has held its flock "
+           "for %lld s",
+           shm->path, age / 1000);
+  report_untrusted(b, d, slot, why, SELF_BLOCKED);
 }
 
 /* Binds and resizes one container through its region, waiting at most
@@ -461,7 +494,7 @@ static void use_region(struct pass *p, const struct vg_pod_devices *d, enum vg_d
   snprintf(
       why, sizeof(why), "region file %.300s: %s", shm->path,
       lost ? "it was truncated while the node agent wrote to it" : vg_shm_lock_strerror(failed));
-  report_untrusted(b, d, slot, why);
+  report_untrusted(b, d, slot, why, GIVEN_UP);
 }
 
 static int on_devices(const struct vg_pod_devices *d, void *arg) {
@@ -485,17 +518,19 @@ static int on_devices(const struct vg_pod_devices *d, void *arg) {
   if (vg_region_open_slot(&shm, slot, false, &err) != 0) {
     /* Allocate made a plain file there: whatever it is now, the container
      * put it there. */
-    report_untrusted(b, d, slot, err.msg);
+    report_untrusted(b, d, slot, err.msg, GIVEN_UP);
     if (dialect != VG_DIALECT_COUNT) leave_pending(b, path, "open", "%s", err.msg);
     return 0;
   }
   /* A container that truncates its region under the agent must cost it the
    * region, not its life (region_guard.h). */
   if (vg_region_guard(&shm) != 0) {
-    report_untrusted(b, d, slot, "no guard left for its region (the agent's table is full)");
+    report_untrusted(b, d, slot, "no guard left for its region (the agent's table is full)",
+                     GIVEN_UP);
     vg_shm_close(&shm);
     return 0;
   }
+  check_flock(p, d, &shm, slot);
   use_region(p, d, dialect, &shm, slot);
   vg_region_guard_close(&shm);
   return 0;
@@ -505,13 +540,17 @@ int vg_binder_run_once(struct vg_binder *b, struct vg_err *err) {
   b->pass_unbindable = 0;
   b->pass_bound = 0;
   b->pass_error = false;
-  struct pass p = {b, NULL};
+  struct pass p = {b, NULL, {NULL, 0}, false};
   struct vg_err e = {""};
+  /* Unreadable (no procfs): the flock report is lost, nothing else. */
+  p.have_flocks = vg_flock_read(BINDER_LOCKS_FILE, &p.flocks, &e) == 0;
+  e = (struct vg_err){""};
   p.resizer = vg_resizer_begin(b->k8s, b->node, &e);
   if (e.msg[0] != '\0') set_error(b, e.msg); /* resizes wait; binding goes on */
   e = (struct vg_err){""};
   int rc = vg_podresources_list(b->socket, BINDER_LIST_TIMEOUT_MS, on_devices, &p, &e);
   vg_resizer_end(p.resizer, rc == 0);
+  vg_flock_free(&p.flocks);
   pthread_mutex_lock(&b->lock);
   b->stats.passes++;
   b->stats.unbindable = b->pass_unbindable;

@@ -2,6 +2,13 @@
 #include "distrust.h"
 
 #include <sys/stat.h>
+#include <time.h>
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static int find(const struct vg_distrust *t, const struct stat *st) {
   for (unsigned i = 0; i < t->n; i++)
@@ -9,10 +16,12 @@ static int find(const struct vg_distrust *t, const struct stat *st) {
   return -1;
 }
 
-bool vg_distrust_has(const struct vg_distrust *t, int fd) {
+static int find_fd(const struct vg_distrust *t, int fd) {
   struct stat st;
-  return fd >= 0 && fstat(fd, &st) == 0 && find(t, &st) >= 0;
+  return fd >= 0 && fstat(fd, &st) == 0 ? find(t, &st) : -1;
 }
+
+bool vg_distrust_has(const struct vg_distrust *t, int fd) { return find_fd(t, fd) >= 0; }
 
 bool vg_distrust_add(struct vg_distrust *t, int fd) {
   struct stat st;
@@ -21,5 +30,17 @@ bool vg_distrust_add(struct vg_distrust *t, int fd) {
   t->next = (i + 1) % VG_DISTRUST_MAX;
   t->file[i].dev = st.st_dev;
   t->file[i].ino = st.st_ino;
+  t->file[i].since_ms = now_ms();
   return true;
+}
+
+long long vg_distrust_age_ms(const struct vg_distrust *t, int fd) {
+  int i = find_fd(t, fd);
+  return i < 0 ? -1 : (long long)(now_ms() - t->file[i].since_ms);
+}
+
+void vg_distrust_remove(struct vg_distrust *t, int fd) {
+  int i = find_fd(t, fd);
+  if (i < 0) return;
+  t->file[i] = t->file[--t->n]; /* order does not matter */
 }

@@ -11,6 +11,9 @@
  * container of the same IDs gets a new file (Allocate makes it afresh), so
  * nothing here outlives the container that earned it.
  *
+ * The same kind of set, with the time each file was first seen, tells how
+ * long a region has been held under flock (flock_holders.h).
+ *
  * Used by the binder thread only: no lock.
  */
 #ifndef VG_PLUGIN_DISTRUST_H
@@ -26,6 +29,7 @@ struct vg_distrust {
   struct {
     dev_t dev;
     ino_t ino;
+    uint64_t since_ms; /* CLOCK_MONOTONIC when added */
   } file[VG_DISTRUST_MAX];
   unsigned n, next;
 };
@@ -34,5 +38,9 @@ struct vg_distrust {
 bool vg_distrust_has(const struct vg_distrust *t, int fd);
 /* Remembers fd's file; true when it was not remembered before. */
 bool vg_distrust_add(struct vg_distrust *t, int fd);
+/* Milliseconds since fd's file was remembered; -1 when it is not. */
+long long vg_distrust_age_ms(const struct vg_distrust *t, int fd);
+/* Forgets fd's file. */
+void vg_distrust_remove(struct vg_distrust *t, int fd);
 
 #endif

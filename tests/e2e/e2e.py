@@ -498,7 +498,8 @@ def hostile_tenants(ctx):
     neighbour GPU pod and a plain pod still start, the neighbour is bound and
     resized within 10 s, a resize of the forger is refused instead of hanging,
     the node agent restarts and binds again, the node file is untouched, the
-    forger is reported (Event RegionUntrusted, vgpu_untrusted_regions_total),
+    forger and the flock holder are reported (Events RegionUntrusted,
+    vgpu_untrusted_regions_total),
     and the flock holder's own GPU work is refused rather than run
     unlimited."""
     with open(HOST_TARGET, "w") as f:
@@ -544,12 +545,12 @@ def hostile_tenants(ctx):
         print("    forger's resize refused in %.1f s: %s" % (
             out.seconds, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ""),
               flush=True)
-        for name, words in (("forger", "held past the deadline"),):
+        for name, words in (("forger", "held past the deadline"), ("flocker", "held its flock")):
             kube.wait_for("a RegionUntrusted Event on %s" % name, lambda: any(
                 words in m for m in resize_events(name, "RegionUntrusted")), 30,
                 state=lambda: kube.pod_summary(name, NS))
-        kube.wait_for("vgpu_untrusted_regions_total up by 1",
-                      lambda: untrusted_total(ctx) >= counted + 1, 30,
+        kube.wait_for("vgpu_untrusted_regions_total up by 2",
+                      lambda: untrusted_total(ctx) >= counted + 2, 30,
                       state=lambda: metric_lines(ctx, "vgpu_untrusted_regions_total"))
         ctx.agents.restart_plugin()
         admitted_and_bound(ctx, "after-hostile")

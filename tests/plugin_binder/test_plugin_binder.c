@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -483,6 +485,53 @@ static void test_hostile_regions_hurt_only_themselves(void **state) {
   kubelet("unassign default neighbour");
 }
 
+/* A container holds flock on its region for ever: the binder, which takes
+ * no flock, binds it all the same without waiting, and once the flock has
+ * been held across passes for 3 s reports the container, once. */
+static void test_flock_holder_reported(void **state) {
+  (void)state;
+  const char *ids[] = {"GPU-ffff::0"};
+  add_pod("flocker", "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1000\"}");
+  make_pending(ids, 1);
+  char path[600];
+  region_path(ids, 1, path, sizeof(path));
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t holder = fork();
+  if (holder == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(path, O_RDWR);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(1);
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  assign("flocker", "nvidia.com/vgpu", ids, 1);
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  struct vg_err err;
+  struct vg_binder_stats bs;
+  double t0 = now_s();
+  assert_int_equal(vg_binder_run_once(b, &err), 1); /* bound: the agent takes no flock */
+  assert_true(now_s() - t0 < 1.0);
+  vg_binder_get_stats(b, &bs);
+  uint64_t before = bs.untrusted;
+  sleep(3);
+  vg_binder_run_once(b, &err);
+  vg_binder_get_stats(b, &bs);
+  assert_int_equal(bs.untrusted, before + 1);
+  assert_int_equal(events("RegionUntrusted", "held its flock"), 1);
+  vg_binder_run_once(b, &err); /* said once */
+  assert_int_equal(events("RegionUntrusted", "held its flock"), 1);
+  vg_binder_stop(b);
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  close(ready[0]);
+  close(ready[1]);
+  kubelet("unassign default flocker");
+}
+
 /* A container truncates its region while the agent writes to it: the
  * agent finishes on a dead copy and learns the region was lost, instead of
  * dying of SIGBUS (region_guard.h). Without the guard this test's process
@@ -898,6 +947,7 @@ int main(void) {
       cmocka_unit_test(test_unbindable_stays_pending),
       cmocka_unit_test(test_hostile_regions_hurt_only_themselves),
       cmocka_unit_test(test_truncated_under_the_agent),
+      cmocka_unit_test(test_flock_holder_reported),
       cmocka_unit_test(test_kubelet_down),
       cmocka_unit_test(test_apiserver_down_then_retries),
       cmocka_unit_test(test_concurrent_50_pods),
