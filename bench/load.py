@@ -22,6 +22,7 @@ Every loop is bounded and every wait has a deadline. Usage:
   bench/load.py [--build DIR] [--conns N] [--body-mib N] [--only a,b]
 """
 import argparse
+import urllib.request
 import json
 import os
 import resource
@@ -252,12 +253,32 @@ def bench_rss(build, kc, body_mib):
         stop(sched)
 
 
+def watches_synced(port, limit_s=60.0):
+    """Seconds until /metrics says both watches are up (the store serves
+    filters from then on, docs/scheduler.md "Freshness"); None past limit_s."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit_s:
+        try:
+            with urllib.request.urlopen("http://%s:%d/metrics" % (HOST, port), timeout=5) as r:
+                text = r.read().decode()
+            up = [x for x in text.splitlines() if x.startswith("vgpu_scheduler_watch_up{")]
+            if len(up) == 2 and all(x.rstrip().endswith(" 1") for x in up):
+                return time.perf_counter() - t0
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
 def bench_names(build, kc, names):
     many = [names[i % len(names)] for i in range(5000)]  # every node twice
     body = names_args(many)
     for ttl in ("0", None):
         sched, port = scheduler(build, kc, *(["--cache-ttl-ms", ttl] if ttl else []))
         try:
+            synced = watches_synced(port)
+            print("names    watches synced %s after start" % (
+                "%.0f ms" % (synced * 1e3) if synced is not None else "NOT within 60 s"), flush=True)
             times = []
             for _ in range(3):
                 t0 = time.perf_counter()
