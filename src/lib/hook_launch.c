@@ -17,6 +17,7 @@
 
 struct submit {
   bool limited;
+  bool refused; /* not submitted: the region's lock could not be had (limiter.h) */
   int dev;
   CUstream stream;
   bool ptsz;
@@ -30,17 +31,22 @@ static bool capturing(CUstream stream, bool ptsz) {
   return rc == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/* Waits for the container's turn; false when this submission is unlimited. */
+/* Waits for the container's turn; false when this submission is unlimited
+ * or, with s->refused, must not be made. */
 static bool submit_begin(struct submit *s, const struct vg_shape *shape, CUstream stream,
                          bool ptsz) {
   s->limited = false;
+  s->refused = false;
   if (!vg_limiter_engaged()) return false;
   int dev = vg_state_current_device();
-  if (dev < 0 || vg_limiter_percent(dev) == 0 || capturing(stream, ptsz)) return false;
+  /* A device that could not be registered for a lock held or forged in the
+   * container is no unlimited one. */
+  if (dev < 0) return !(s->refused = vg_limiter_lock_refused());
+  if (vg_limiter_percent(dev) == 0 || capturing(stream, ptsz)) return false;
   vg_state_join(); /* the share policy tells our processes from others' by slot */
   vg_estimate_poll();
   uint64_t cost = vg_estimate_before(shape, &s->sample);
-  vg_limiter_admit(dev, cost);
+  if (!vg_limiter_admit(dev, cost)) return !(s->refused = true);
   vg_estimate_start(&s->sample, stream, ptsz);
   *s = (struct submit){
       .limited = true, .dev = dev, .stream = stream, .ptsz = ptsz, .sample = s->sample};
@@ -66,7 +72,8 @@ static struct vg_shape kernel_shape(CUfunction f, unsigned gx, unsigned gy, unsi
   struct submit s;                                                                    \
   struct vg_shape shape =                                                             \
       kernel_shape(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
-  if (!submit_begin(&s, &shape, hStream, ptsz)) return VG_CU(fn, __VA_ARGS__);        \
+  if (!submit_begin(&s, &shape, hStream, ptsz))                                       \
+    return s.refused ? CUDA_ERROR_NOT_PERMITTED : VG_CU(fn, __VA_ARGS__);             \
   return submit_end(&s, VG_CU(fn, __VA_ARGS__))
 
 VG_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -113,7 +120,7 @@ VG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gri
   struct vg_shape shape = kernel_shape(f, config->gridDimX, config->gridDimY, config->gridDimZ,  \
                                        config->blockDimX, config->blockDimY, config->blockDimZ); \
   if (!submit_begin(&s, &shape, config->hStream, ptsz))                                          \
-    return VG_CU(fn, config, f, kernelParams, extra);                                            \
+    return s.refused ? CUDA_ERROR_NOT_PERMITTED : VG_CU(fn, config, f, kernelParams, extra);     \
   return submit_end(&s, VG_CU(fn, config, f, kernelParams, extra))
 
 VG_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -127,11 +134,12 @@ VG_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunctio
 }
 
 /* A graph is one submission: charged the GPU time of all its work. */
-#define VG_GRAPH_LAUNCH(fn, ptsz)                                                      \
-  VG_ENTER();                                                                          \
-  struct submit s;                                                                     \
-  struct vg_shape shape = {.object = (uint64_t)(uintptr_t)hGraphExec};                 \
-  if (!submit_begin(&s, &shape, hStream, ptsz)) return VG_CU(fn, hGraphExec, hStream); \
+#define VG_GRAPH_LAUNCH(fn, ptsz)                                                 \
+  VG_ENTER();                                                                     \
+  struct submit s;                                                                \
+  struct vg_shape shape = {.object = (uint64_t)(uintptr_t)hGraphExec};            \
+  if (!submit_begin(&s, &shape, hStream, ptsz))                                   \
+    return s.refused ? CUDA_ERROR_NOT_PERMITTED : VG_CU(fn, hGraphExec, hStream); \
   return submit_end(&s, VG_CU(fn, hGraphExec, hStream))
 
 VG_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {

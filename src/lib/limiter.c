@@ -207,11 +207,23 @@ static void account(struct vg_region_device *d, uint64_t cost, uint64_t now) {
   d->sm_window_used_ns += cost;
 }
 
-/* Charges cost; returns how long to wait before submitting. */
-static uint64_t take(int dev, uint64_t cost) {
+bool vg_limiter_lock_refused(void) {
+  static int said;
+  int rc = __atomic_load_n(&vg_state.shm.last_lock, __ATOMIC_RELAXED);
+  if (rc == VG_SHM_LOCKED) return false;
+  if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0)
+    vg_error("region file %s: %s; refusing kernel launches rather than running them uncharged",
+             vg_state.shm.path, vg_shm_lock_strerror(rc));
+  return true;
+}
+
+/* Charges cost into *wait (how long to wait before submitting); false when
+ * the region's lock could not be had, nothing charged. */
+static bool take(int dev, uint64_t cost, uint64_t *wait_out) {
   struct vg_region_device *d = &vg_region_of(&vg_state.shm)->dev[dev];
   uint64_t now = now_ns(), wait = 0;
-  if (vg_region_lock(&vg_state.shm) != 0) return 0; /* logged where the region is opened */
+  *wait_out = 0;
+  if (vg_region_lock(&vg_state.shm) != 0) return false;
   unsigned pct = vg_state_sm_limit(dev), policy = vg_state_sm_policy(dev);
   if (pct > 0) {
     revise(d, policy, pct, now);
@@ -224,15 +236,21 @@ static uint64_t take(int dev, uint64_t cost) {
   }
   account(d, cost, now);
   vg_region_unlock(&vg_state.shm);
-  return wait;
+  *wait_out = wait;
+  return true;
 }
 
-void vg_limiter_admit(int dev, uint64_t cost_ns) {
-  uint64_t wait = take(dev, cost_ns);
-  if (wait == 0) return;
+bool vg_limiter_admit(int dev, uint64_t cost_ns) {
+  uint64_t wait;
+  if (!take(dev, cost_ns, &wait)) return !vg_limiter_lock_refused();
+  if (wait == 0) return true;
   struct timespec ts = {.tv_sec = (time_t)(wait / NS_PER_S), .tv_nsec = (long)(wait % NS_PER_S)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+  return true;
 }
 
-void vg_limiter_charge(int dev, uint64_t cost_ns) { take(dev, cost_ns); }
+void vg_limiter_charge(int dev, uint64_t cost_ns) {
+  uint64_t wait;
+  take(dev, cost_ns, &wait); /* already submitted: a lock that fails was said at admission */
+}

@@ -33,8 +33,15 @@ bool vg_limiter_engaged(void);
 /* The compute limit in percent of region entry dev (0: none). */
 unsigned vg_limiter_percent(int dev);
 
-/* Takes cost_ns from dev's bucket and waits as long as the bucket requires. */
-void vg_limiter_admit(int dev, uint64_t cost_ns);
+/* Takes cost_ns from dev's bucket and waits as long as the bucket requires.
+ * False, after saying so once, when the region's lock could not be had in
+ * time (held or forged in the container): the submission must be refused,
+ * since it could not be charged. */
+bool vg_limiter_admit(int dev, uint64_t cost_ns);
+
+/* Says, once per process, that GPU work is refused because the region's
+ * lock could not be had; false when it could (nothing said). */
+bool vg_limiter_lock_refused(void);
 
 /* Takes cost_ns without waiting (a submission already made). */
 void vg_limiter_charge(int dev, uint64_t cost_ns);

@@ -3,6 +3,7 @@
  * (and left untouched) while limits still hold for the process. */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,8 +188,45 @@ static void test_unaccountable_device_fails_closed(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* A tenant forges its region's lock (a live PID as the owner, as 16 bytes
+ * of dd do): after the lock's deadline, an allocation fails and a kernel
+ * launch under a compute limit is refused with CUDA_ERROR_NOT_PERMITTED,
+ * naming the lock -- never run uncharged (docs/security.md). */
+static void test_forged_lock_fails_closed(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_preloaded(&env);
+  vg_env_set(&env, "CUDA_DEVICE_MEMORY_LIMIT", "64m");
+  vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "30");
+  run_probe(&env, &run, "alloc", "mem", "8m", "1", NULL);
+  assert_int_equal(json_num(run.out, "allocated"), 1);
+  pid_t owner = fork();
+  if (owner == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
+    pause();
+    _exit(0);
+  }
+  struct vg_shm shm;
+  struct vg_err err;
+  assert_int_equal(vg_region_open(&shm, env.cache, &err), 0);
+  pthread_mutex_t *m = &vg_region_of(&shm)->lock.mutex;
+  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
+  m->__data.__owner = (int)owner;
+  vg_shm_close(&shm);
+  run_probe(&env, &run, "launch", "kernel", "1", NULL, NULL);
+  assert_int_equal(run.status, 3);
+  assert_int_equal(json_num(run.out, "rc"), 800); /* CUDA_ERROR_NOT_PERMITTED */
+  if (strstr(run.err, "held past the deadline") == NULL ||
+      strstr(run.err, "refusing kernel launches") == NULL)
+    fail_msg("stderr does not name the lock: %s", run.err);
+  kill(owner, SIGKILL);
+  waitpid(owner, NULL, 0);
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_forged_lock_fails_closed),
       cmocka_unit_test(test_letters),
       cmocka_unit_test(test_negative),
       cmocka_unit_test(test_bad_unit),
