@@ -1,6 +1,8 @@
 /* harness.c -- see harness.h. */
 #include "harness.h"
 
+#include "region.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -221,4 +224,20 @@ pid_t vg_start_server(char *const argv[], int *port) {
     waitpid(pid, NULL, 0);
   }
   return -1;
+}
+
+pid_t vg_live_pid(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pause();
+    _exit(0);
+  }
+  return pid;
+}
+
+void vg_forge_region_lock(struct vg_shm *shm, pid_t owner) {
+  pthread_mutex_t *m = &vg_region_of(shm)->lock.mutex;
+  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
+  m->__data.__owner = (int)owner;
 }

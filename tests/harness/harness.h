@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "shmfile.h"
+
 #define VG_ENV_MAX 64
 
 struct vg_env {
@@ -61,5 +63,13 @@ pid_t vg_start_server(char *const argv[], int *port);
 
 /* Finds "key": number in a JSON line of out (the last line containing key). */
 bool vg_json_u64(const char *out, const char *key, unsigned long long *value);
+
+/* A child that pauses until killed, and dies with the test (a failed
+ * assertion must not leave it behind): a live PID to forge as an owner. */
+pid_t vg_live_pid(void);
+
+/* What a tenant's `dd` into its region does: the region mutex's lock word
+ * and owner say "held by owner", with no such lock ever taken. */
+void vg_forge_region_lock(struct vg_shm *shm, pid_t owner);
 
 #endif

@@ -3,7 +3,6 @@
  * (and left untouched) while limits still hold for the process. */
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,18 +199,11 @@ static void test_forged_lock_fails_closed(void **s) {
   vg_env_set(&env, "CUDA_DEVICE_SM_LIMIT", "30");
   run_probe(&env, &run, "alloc", "mem", "8m", "1", NULL);
   assert_int_equal(json_num(run.out, "allocated"), 1);
-  pid_t owner = fork();
-  if (owner == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
-    pause();
-    _exit(0);
-  }
+  pid_t owner = vg_live_pid();
   struct vg_shm shm;
   struct vg_err err;
   assert_int_equal(vg_region_open(&shm, env.cache, &err), 0);
-  pthread_mutex_t *m = &vg_region_of(&shm)->lock.mutex;
-  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
-  m->__data.__owner = (int)owner;
+  vg_forge_region_lock(&shm, owner);
   vg_shm_close(&shm);
   run_probe(&env, &run, "launch", "kernel", "1", NULL, NULL);
   assert_int_equal(run.status, 3);

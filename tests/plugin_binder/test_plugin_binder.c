@@ -401,17 +401,6 @@ static void test_unbindable_stays_pending(void **state) {
 
 static int events(const char *reason, const char *part);
 
-/* A child that stays alive until killed: a live PID to forge as an owner. */
-static pid_t sleeper(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
-
 /* What a tenant's `dd` into its region does: the lock word and owner say
  * "held by a live thread" for ever. */
 static void forge_lock(const char *const *ids, pid_t owner) {
@@ -420,9 +409,7 @@ static void forge_lock(const char *const *ids, pid_t owner) {
   struct vg_shm shm;
   struct vg_err err;
   if (vg_region_open(&shm, path, &err) != 0) fail_msg("%s", err.msg);
-  pthread_mutex_t *m = &vg_region_of(&shm)->lock.mutex;
-  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
-  m->__data.__owner = (int)owner;
+  vg_forge_region_lock(&shm, owner);
   vg_shm_close(&shm);
 }
 
@@ -440,7 +427,7 @@ static void test_hostile_regions_hurt_only_themselves(void **state) {
   make_pending(evil, 1);
   make_pending(link_ids, 1);
   make_pending(good, 1);
-  pid_t owner = sleeper();
+  pid_t owner = vg_live_pid();
   forge_lock(evil, owner);
   char lpath[600], host[700];
   region_path(link_ids, 1, lpath, sizeof(lpath));

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "region.h"
 
 static char g_dir[256], g_path[300], g_host[300];
@@ -47,28 +47,9 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A child that stays alive until killed: a live PID to forge as the owner. */
-static pid_t sleeper(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
-
 static void reap(pid_t pid) {
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
-}
-
-/* What `dd` into the file does: the lock word and owner say "locked by a
- * live thread", with no such lock ever taken. */
-static void forge_owner(struct vg_shm *shm, pid_t owner) {
-  pthread_mutex_t *m = &vg_region_of(shm)->lock.mutex;
-  __atomic_store_n(&m->__data.__lock, (int)owner, __ATOMIC_RELEASE);
-  m->__data.__owner = (int)owner;
 }
 
 static void test_forged_owner_times_out(void **s) {
@@ -76,8 +57,8 @@ static void test_forged_owner_times_out(void **s) {
   struct vg_shm shm;
   struct vg_err err;
   assert_int_equal(vg_region_open(&shm, g_path, &err), 0);
-  pid_t owner = sleeper();
-  forge_owner(&shm, owner);
+  pid_t owner = vg_live_pid();
+  vg_forge_region_lock(&shm, owner);
   shm.lock_wait_ms = 150;
   double t0 = now_s();
   assert_int_equal(vg_region_lock(&shm), VG_SHM_LOCK_TIMEDOUT);
@@ -210,8 +191,8 @@ static void test_create_replaces_forged_file(void **s) {
   struct vg_shm shm, fresh;
   struct vg_err err;
   assert_int_equal(vg_region_create_slot(&shm, g_dir, &err), 0);
-  pid_t owner = sleeper();
-  forge_owner(&shm, owner);
+  pid_t owner = vg_live_pid();
+  vg_forge_region_lock(&shm, owner);
   vg_region_of(&shm)->dev[0].mem_limit = 1; /* and forged limits */
   /* Allocate of the same IDs: a new file, nothing of the old one kept, and
    * its lock free at once. */
