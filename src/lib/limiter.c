@@ -207,23 +207,30 @@ static void account(struct vg_region_device *d, uint64_t cost, uint64_t now) {
   d->sm_window_used_ns += cost;
 }
 
-bool vg_limiter_lock_refused(void) {
+/* Says once per process that launches are refused for lock result rc. */
+static void say_refused(int rc) {
   static int said;
-  int rc = __atomic_load_n(&vg_state.shm.last_lock, __ATOMIC_RELAXED);
-  if (rc == VG_SHM_LOCKED) return false;
   if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0)
     vg_error("region file %s: %s; refusing kernel launches rather than running them uncharged",
              vg_state.shm.path, vg_shm_lock_strerror(rc));
+}
+
+bool vg_limiter_lock_refused(void) {
+  int rc = __atomic_load_n(&vg_state.shm.last_lock, __ATOMIC_RELAXED);
+  if (rc == VG_SHM_LOCKED) return false;
+  say_refused(rc);
   return true;
 }
 
-/* Charges cost into *wait (how long to wait before submitting); false when
- * the region's lock could not be had, nothing charged. */
-static bool take(int dev, uint64_t cost, uint64_t *wait_out) {
+/* Charges cost into *wait (how long to wait before submitting). Returns the
+ * lock's result: anything but VG_SHM_LOCKED charged nothing. This call's
+ * own result, not shm.last_lock, which another thread may overwrite. */
+static int take(int dev, uint64_t cost, uint64_t *wait_out) {
   struct vg_region_device *d = &vg_region_of(&vg_state.shm)->dev[dev];
   uint64_t now = now_ns(), wait = 0;
   *wait_out = 0;
-  if (vg_region_lock(&vg_state.shm) != 0) return false;
+  int rc = vg_region_lock(&vg_state.shm);
+  if (rc != VG_SHM_LOCKED) return rc;
   unsigned pct = vg_state_sm_limit(dev), policy = vg_state_sm_policy(dev);
   if (pct > 0) {
     revise(d, policy, pct, now);
@@ -237,12 +244,16 @@ static bool take(int dev, uint64_t cost, uint64_t *wait_out) {
   account(d, cost, now);
   vg_region_unlock(&vg_state.shm);
   *wait_out = wait;
-  return true;
+  return VG_SHM_LOCKED;
 }
 
 bool vg_limiter_admit(int dev, uint64_t cost_ns) {
   uint64_t wait;
-  if (!take(dev, cost_ns, &wait)) return !vg_limiter_lock_refused();
+  int rc = take(dev, cost_ns, &wait);
+  if (rc != VG_SHM_LOCKED) {
+    say_refused(rc);
+    return false;
+  }
   if (wait == 0) return true;
   struct timespec ts = {.tv_sec = (time_t)(wait / NS_PER_S), .tv_nsec = (long)(wait % NS_PER_S)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

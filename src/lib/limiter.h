@@ -39,8 +39,9 @@ unsigned vg_limiter_percent(int dev);
  * since it could not be charged. */
 bool vg_limiter_admit(int dev, uint64_t cost_ns);
 
-/* Says, once per process, that GPU work is refused because the region's
- * lock could not be had; false when it could (nothing said). */
+/* For a device that could not be registered: says, once per process, that
+ * GPU work is refused because the region's last lock could not be had;
+ * false when it could (nothing said). */
 bool vg_limiter_lock_refused(void);
 
 /* Takes cost_ns without waiting (a submission already made). */
