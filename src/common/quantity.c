@@ -104,9 +104,10 @@ static int read_suffix(const char *text, const char *s, int *pow10, int *pow2,
                     text, s);
 }
 
-/* x * 10^pow10 as a whole number in *value, rounding up to 1n first. */
-static int whole_value(const char *text, const struct digits *x, int pow10, int64_t *value,
-                       struct vg_err *err) {
+/* x * 10^pow10 as a whole number in *value, rounding up to 1n first; a
+ * fraction left after that is refused, or rounded up when ceil. */
+static int whole_value(const char *text, const struct digits *x, int pow10, bool ceil,
+                       int64_t *value, struct vg_err *err) {
   if (pow10 >= 0) {
     if (x->n + (size_t)pow10 > 19 || !high_part(x, 0, value))
       return vg_err_set(err, "quantity '%s' is too large (over %lld)", text, (long long)INT64_MAX);
@@ -127,7 +128,7 @@ static int whole_value(const char *text, const struct digits *x, int pow10, int6
   for (size_t j = k - NANO_DIGITS; round_up && j < k; j++) round_up = digit_from_right(x, j) == 9;
   for (size_t j = 0; round_up && j < k - NANO_DIGITS && j < x->n; j++)
     below_nano |= digit_from_right(x, j) != 0;
-  round_up = round_up && below_nano;
+  round_up = (round_up && below_nano) || (fraction && ceil);
   if (fraction && !round_up) return vg_err_set(err, "quantity '%s' is not a whole number", text);
   if (!high_part(x, k, value) || (round_up && *value == INT64_MAX))
     return vg_err_set(err, "quantity '%s' is too large (over %lld)", text, (long long)INT64_MAX);
@@ -135,8 +136,9 @@ static int whole_value(const char *text, const struct digits *x, int pow10, int6
   return 0;
 }
 
-int vg_quantity_parse(const char *text, int64_t *value, enum vg_quantity_format *format,
-                      struct vg_err *err) {
+/* text x 10^shift into *value: whole (or rounded up, ceil). */
+static int parse_scaled(const char *text, int shift, bool ceil, int64_t *value,
+                        enum vg_quantity_format *format, struct vg_err *err) {
   if (text == NULL || text[0] == '\0') return vg_err_set(err, "an empty quantity");
   if (strlen(text) > VG_QUANTITY_MAX_TEXT)
     return vg_err_set(err, "quantity '%.32s...' is longer than %d characters", text,
@@ -168,9 +170,18 @@ int vg_quantity_parse(const char *text, int64_t *value, enum vg_quantity_format 
   if (x.n > 0) {
     if (negative) return vg_err_set(err, "quantity '%s' is negative", text);
     for (int i = 0; i < pow2; i++) times_two(&x);
-    if (whole_value(text, &x, pow10 - frac, &v, err) != 0) return -1;
+    if (whole_value(text, &x, pow10 - frac + shift, ceil, &v, err) != 0) return -1;
   }
   *value = v;
   if (format != NULL) *format = fmt;
   return 0;
+}
+
+int vg_quantity_parse(const char *text, int64_t *value, enum vg_quantity_format *format,
+                      struct vg_err *err) {
+  return parse_scaled(text, 0, false, value, format, err);
+}
+
+int vg_quantity_parse_ceil(const char *text, int shift, int64_t *value, struct vg_err *err) {
+  return parse_scaled(text, shift, true, value, NULL, err);
 }

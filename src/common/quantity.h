@@ -41,4 +41,9 @@ enum vg_quantity_format {
 int vg_quantity_parse(const char *text, int64_t *value, enum vg_quantity_format *format,
                       struct vg_err *err);
 
+/* text x 10^shift, rounded up to a whole number, as kube-scheduler reads
+ * requests: shift 3 gives milli-units ("1.5" CPU -> 1500, "0.1m" -> 1).
+ * Returns 0, or -1 with err (a bad text, a negative or too large value). */
+int vg_quantity_parse_ceil(const char *text, int shift, int64_t *value, struct vg_err *err);
+
 #endif

@@ -170,12 +170,44 @@ static void test_messages_quote_text(void **s) {
   }
 }
 
+static void milli(const char *text, int64_t want) {
+  int64_t got = -1;
+  struct vg_err err;
+  if (vg_quantity_parse_ceil(text, 3, &got, &err) != 0)
+    fail_msg("'%s' rejected: %s", text, err.msg);
+  if (got != want) fail_msg("'%s' -> %lld milli, want %lld", text, (long long)got, (long long)want);
+}
+
+/* Requests as kube-scheduler reads them (MilliValue, Value): scaled, and a
+ * fraction left rounds up rather than being refused. */
+static void test_ceil_scaled(void **s) {
+  (void)s;
+  milli("1500m", 1500);
+  milli("1.5", 1500);
+  milli("2", 2000);
+  milli("0.1m", 1);
+  milli("100u", 1);
+  milli("0", 0);
+  milli("1k", 1000000);
+  int64_t got = 7;
+  struct vg_err err;
+  assert_int_equal(vg_quantity_parse_ceil("1.5Ki", 0, &got, &err), 0);
+  assert_int_equal(got, 1536);
+  assert_int_equal(vg_quantity_parse_ceil("0.5", 0, &got, &err), 0);
+  assert_int_equal(got, 1);
+  got = 7;
+  assert_int_equal(vg_quantity_parse_ceil("-1", 3, &got, &err), -1);
+  assert_int_equal(vg_quantity_parse_ceil("9E", 3, &got, &err), -1);
+  assert_int_equal(vg_quantity_parse_ceil("1x", 3, &got, &err), -1);
+  assert_int_equal(got, 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_canonical_forms),     cmocka_unit_test(test_decimal_si),
       cmocka_unit_test(test_binary_si),           cmocka_unit_test(test_exponent),
       cmocka_unit_test(test_rounds_up_to_nano),   cmocka_unit_test(test_rejects),
-      cmocka_unit_test(test_messages_quote_text),
+      cmocka_unit_test(test_messages_quote_text), cmocka_unit_test(test_ceil_scaled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
