@@ -167,6 +167,11 @@ struct evaluated {
    * at once and answered the same each time (kube-scheduler never sends
    * one twice; a client that does must not make us read it twice). */
   int *first;
+  /* The pod in core form on the first usable view (filter: what the
+   * learned workload counts; its GPU share depends on the GPU's memory). */
+  struct vg_pod seen;
+  bool have_seen;
+  char uid[EXT_POD_KEY_MAX]; /* metadata.uid, else "namespace/name" */
 };
 
 struct eval_one {
@@ -176,6 +181,7 @@ struct eval_one {
   size_t len;
   struct vg_node *core; /* NULL: filter */
   struct vg_pod *pod;
+  struct evaluated *ev;
 };
 
 static void eval_view(void *ctx, const struct node_view *v) {
@@ -183,6 +189,22 @@ static void eval_view(void *ctx, const struct node_view *v) {
   ext_picks picks;
   *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
   if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
+  if (!o->ev->have_seen) {
+    struct vg_node unused;
+    ext_to_core(v, o->req, &unused, &o->ev->seen);
+    o->ev->have_seen = true;
+  }
+}
+
+/* A node without a usable GPU view, for a pod that asks for no GPU: a node
+ * without GPUs to the core (its CPU and memory unknown: unlimited). */
+static void gpu_less_core(const struct pod_req *r, struct vg_node *n, struct vg_pod *p) {
+  memset(n, 0, sizeof(*n));
+  memset(p, 0, sizeof(*p));
+  n->cpu_cap = n->cpu_free = n->mem_cap = n->mem_free = EXT_UNREPORTED;
+  n->model = -1;
+  p->cpu = r->cpu;
+  p->mem = r->mem;
 }
 
 /* Fills ev->first and, when views are to be read (look) and at least
@@ -245,6 +267,11 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
     return -1;
   }
   ev->refused = ext_parse_pod(pod, req, ev->refusal, sizeof(ev->refusal)) != 0;
+  const char *uid = ext_get_str(ext_get(pod, "metadata"), "uid");
+  if (uid)
+    snprintf(ev->uid, sizeof(ev->uid), "%s", uid);
+  else if (!ext_pod_key(pod, ev->uid, sizeof(ev->uid)))
+    ev->uid[0] = '\0';
   struct ext_batch batch = {0};
   if (first_names(x, cs, ev, !ev->refused && req->n > 0, &batch, why, len) != 0) return -1;
   for (int i = 0; !ev->refused && i < cs->n; i++) {
@@ -256,7 +283,7 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
       if (score) ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f];
       continue;
     }
-    if (req->n == 0) {
+    if (req->n == 0 && !score) {
       ev->fits[i] = true; /* no GPU asked: nothing for us to check */
       continue;
     }
@@ -265,9 +292,19 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
                          ev->why[i],
                          sizeof(ev->why[i]),
                          score ? &ev->core[i] : NULL,
-                         score ? &ev->pod[i] : NULL};
-    ext_with_view(x, cs->names[i], cs->objs[i], &batch, false, eval_view, &o, ev->why[i],
-                  sizeof(ev->why[i]));
+                         score ? &ev->pod[i] : NULL,
+                         ev};
+    int rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, false, eval_view, &o, ev->why[i],
+                           sizeof(ev->why[i]));
+    if (rc != 0 && req->n == 0) { /* prioritize scores where a GPU-less pod goes */
+      ev->fits[i] = true;
+      gpu_less_core(req, &ev->core[i], &ev->pod[i]);
+    }
+  }
+  if (!ev->have_seen && !ev->refused && req->n == 0) {
+    struct vg_node unused;
+    gpu_less_core(req, &unused, &ev->seen);
+    ev->have_seen = true;
   }
   ext_batch_free(&batch);
   return 0;
@@ -306,6 +343,16 @@ static void failed_nodes(struct ext_out *o, const struct candidates *cs, const s
   }
 }
 
+/* Counts the filtered pod in the learned workload (once per pod). */
+static void observe(struct vg_ext *x, const struct pod_req *req, struct evaluated *ev) {
+  if (ev->refused || !ev->have_seen || !ev->uid[0]) return;
+  pthread_mutex_lock(&x->lock);
+  ev->seen.models =
+      ext_models_mask(req, (const char(*)[VG_SCHED_NAME_MAX])x->models.models, x->models.nmodels);
+  pthread_mutex_unlock(&x->lock);
+  ext_learner_observe(x->learner, ev->uid, &ev->seen);
+}
+
 static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
@@ -321,6 +368,7 @@ static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out)
     status = nul ? 200 : 400;
     goto done;
   }
+  observe(x, &req, &ev);
   pthread_mutex_lock(&x->lock);
   if (ev.refused) x->m.refused_pods++;
   for (int i = 0; !ev.refused && i < cs.n; i++)
@@ -352,6 +400,70 @@ done:
   return status;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The answer's scores: each scored node's rank among the distinct policy
+ * scores, lowest 1, times EXT_RANK_STEP; a node that fits but was not
+ * scored, 0. Ranks keep the policy's order and its ties exactly (0..10
+ * made ties of near scores); the step makes one rank outweigh everything
+ * kube-scheduler's own score plugins can add (docs/scheduler.md). */
+static void rank_scores(const double *score, int n, long long *out) {
+  double *sorted = malloc(((size_t)n + 1) * sizeof(double));
+  int k = 0;
+  for (int i = 0; sorted && i < n; i++)
+    if (!isnan(score[i])) sorted[k++] = score[i];
+  if (sorted) qsort(sorted, (size_t)k, sizeof(double), cmp_double);
+  int distinct = 0;
+  for (int i = 0; i < k; i++)
+    if (distinct == 0 || sorted[i] != sorted[distinct - 1]) sorted[distinct++] = sorted[i];
+  for (int i = 0; i < n; i++) {
+    out[i] = 0;
+    if (isnan(score[i]) || !sorted) continue;
+    int lo = 0, hi = distinct - 1; /* score[i] is in sorted[0..distinct) */
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (sorted[mid] < score[i])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    out[i] = (long long)(lo + 1) * EXT_RANK_STEP;
+  }
+  free(sorted);
+}
+
+/* The policy's score of every fitting candidate (NAN: not scored). */
+static void score_candidates(struct vg_ext *x, const struct pod_req *req,
+                             const struct candidates *cs, const struct evaluated *ev,
+                             double *score) {
+  for (int i = 0; i < cs->n; i++) score[i] = NAN;
+  if (ev->refused) return; /* filter failed every node and said why */
+  struct ext_model m;
+  struct vg_err err = {{0}};
+  if (ext_model_begin(x, req, &m, &err) != 0) {
+    vg_warn("prioritize: %s; every node scores 0", err.msg);
+    ext_model_end(&m);
+    return;
+  }
+  const struct vg_policy *pol = req->node_policy ? req->node_policy : x->policy;
+  for (int i = 0; i < cs->n; i++) {
+    if (ev->first[i] != i) {
+      score[i] = score[ev->first[i]]; /* each node once in the model */
+      continue;
+    }
+    if (!ev->fits[i]) continue;
+    int idx = ext_model_add(x, &m, cs->names[i], &ev->core[i], &err);
+    if (idx < 0) break;
+    struct vg_pick pick;
+    struct vg_pod p = ev->pod[i];
+    score[i] = ext_model_score(&m, pol, idx, &p, &pick, &err);
+  }
+  ext_model_end(&m);
+}
+
 static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
@@ -360,70 +472,60 @@ static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **
   char why[512];
   int status = 200;
   double *score = NULL;
-  struct vg_cluster cl;
-  vg_cluster_init(&cl);
+  long long *ranked = NULL;
   bool nul = false; /* kube-scheduler ignores a prioritize error: a 400 as for the rest */
   if (evaluate(x, body, len, true, &root, &req, &cs, &ev, &nul, why, sizeof(why)) != 0) {
     *out = json_error(why);
     status = 400;
     goto done;
   }
-  score = calloc((size_t)cs.n + 1, sizeof(double));
-  struct vg_err err = {{0}};
-  struct vg_sched s = {0};
-  /* A refused pod fails every node (filter said why); kube-scheduler would
-   * ignore a prioritize error and score without us, which zero for every
-   * node amounts to. */
-  bool core = !ev.refused && req.n > 0 && vg_cluster_model(&cl, "gpu", &err) == 0;
-  int *idx = calloc((size_t)cs.n + 1, sizeof(int));
-  for (int i = 0; core && i < cs.n; i++) {
-    idx[i] = -1;
-    if (!ev.fits[i] || ev.first[i] != i) continue; /* each node once in the model */
-    struct vg_node *n = &ev.core[i];
-    size_t nlen = strnlen(cs.names[i], VG_SCHED_NAME_MAX - 1);
-    memcpy(n->name, cs.names[i], nlen); /* the name only labels the node here */
-    n->name[nlen] = '\0';
-    idx[i] = vg_cluster_add_node(&cl, n, &err);
-    /* add_node starts the node empty: what its GPUs hold comes after. */
-    if (idx[i] >= 0) memcpy(cl.nodes[idx[i]].gpu_free, n->gpu_free, sizeof(n->gpu_free));
+  score = malloc(((size_t)cs.n + 1) * sizeof(double));
+  ranked = malloc(((size_t)cs.n + 1) * sizeof(long long));
+  if (!score || !ranked) {
+    *out = json_error("out of memory");
+    status = 500;
+    goto done;
   }
-  const struct vg_policy *pol = req.node_policy ? req.node_policy : x->policy;
-  if (core && vg_sched_init(&s, &cl, pol, &x->workload, &err) != 0) core = false;
-  double lo = INFINITY, hi = -INFINITY;
-  for (int i = 0; i < cs.n; i++) {
-    score[i] = NAN;
-    if (core && ev.first[i] != i) score[i] = score[ev.first[i]]; /* scored already */
-    if (!core || !ev.fits[i] || idx[i] < 0) continue;
-    if (!vg_fit(&cl.nodes[idx[i]], &ev.pod[i])) continue;
-    struct vg_pick pick = {0};
-    score[i] = pol->score(&s, idx[i], &ev.pod[i], &pick);
-    if (score[i] < lo) lo = score[i];
-    if (score[i] > hi) hi = score[i];
-  }
+  score_candidates(x, &req, &cs, &ev, score);
+  rank_scores(score, cs.n, ranked);
   struct ext_out o = {0};
   ext_out_lit(&o, "[");
   for (int i = 0; i < cs.n; i++) {
-    int sc = 0;
-    if (!isnan(score[i]))
-      sc = hi > lo ? (int)lround(VG_EXT_MAX_PRIORITY * (score[i] - lo) / (hi - lo))
-                   : VG_EXT_MAX_PRIORITY;
     ext_out_lit(&o, i ? ",{\"Host\":" : "{\"Host\":");
     ext_out_str(&o, cs.names[i]);
     ext_out_lit(&o, ",\"Score\":");
-    ext_out_int(&o, sc);
+    ext_out_int(&o, ranked[i]);
     ext_out_lit(&o, "}");
   }
   ext_out_lit(&o, "]");
   *out = answer(&o, &status);
-  if (core) vg_sched_free(&s);
-  free(idx);
 done:
-  vg_cluster_free(&cl);
   free(score);
+  free(ranked);
   free_evaluated(&ev);
   free_candidates(&cs);
   json_object_put(root);
   return status;
+}
+
+/* The GPUs the node policy picks for req on the node's fresh view v, as
+ * prioritize scored it, into picks (when req leaves the choice to it). */
+static void policy_pick(struct vg_ext *x, const char *node, const struct pod_req *req,
+                        const struct node_view *v, ext_picks picks) {
+  if (req->n != 1 || req->gpu_policy != EXT_GPU_NODE_POLICY) return;
+  struct ext_model m;
+  struct vg_err err = {{0}};
+  struct vg_node core;
+  struct vg_pod p;
+  struct vg_pick pick = {0};
+  ext_to_core(v, req, &core, &p);
+  const struct vg_policy *pol = req->node_policy ? req->node_policy : x->policy;
+  if (ext_model_begin(x, req, &m, &err) == 0) {
+    int idx = ext_model_add(x, &m, node, &core, &err);
+    if (idx >= 0 && !isnan(ext_model_score(&m, pol, idx, &p, &pick, &err)))
+      ext_adopt_pick(req, v, &pick, picks);
+  }
+  ext_model_end(&m);
 }
 
 static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
@@ -477,6 +579,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
     ext_picks picks;
     if (ext_node_view(x, node, NULL, true, &v, why, sizeof(why)) != 0) goto done;
     if (!ext_pod_fits(&req, &v, picks, why, sizeof(why))) goto done;
+    policy_pick(x, node, &req, &v, picks);
     json_object *a = ext_assignment(node, &req, &v, picks, &err);
     if (a == NULL) {
       snprintf(why, sizeof(why), "%s", err.msg);
@@ -540,17 +643,26 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
   x->policy = p;
   x->ttl_ms = cache_ttl_ms;
   pthread_mutex_init(&x->lock, NULL);
-  /* FGD's target workload without a trace: the vgpu shapes people ask for
-   * (quarter, half, whole, two and four GPUs), equally likely. */
-  static const int shapes[][2] = {{1, 250}, {1, 500}, {1, 1000}, {2, 1000}, {4, 1000}};
-  struct vg_pod pods[5];
-  for (int i = 0; i < 5; i++)
-    pods[i] = (struct vg_pod){.num_gpu = shapes[i][0], .gpu_milli = shapes[i][1]};
-  if (vg_workload_build(&x->workload, pods, 5, 100, err) != 0) {
+  vg_cluster_init(&x->models);
+  x->learner = ext_learner_new(EXT_WORKLOAD_HALF_LIFE, EXT_WORKLOAD_PRIOR);
+  if (!x->learner) {
+    vg_err_set(err, "out of memory");
     vg_ext_free(x);
     return NULL;
   }
   return x;
+}
+
+int vg_ext_set_workload_window(struct vg_ext *x, double half_life_pods, double prior_pods,
+                               struct vg_err *err) {
+  if (!(half_life_pods >= 1 && half_life_pods <= 1e9) || !(prior_pods >= 0 && prior_pods <= 1e9))
+    return vg_err_set(err, "workload window: half-life %g pods (1..1e9), prior %g pods (0..1e9)",
+                      half_life_pods, prior_pods);
+  struct ext_learner *l = ext_learner_new(half_life_pods, prior_pods);
+  if (!l) return vg_err_set(err, "out of memory");
+  ext_learner_free(x->learner); /* before serving: nothing else holds it */
+  x->learner = l;
+  return 0;
 }
 
 void vg_ext_free(struct vg_ext *x) {
@@ -565,7 +677,8 @@ void vg_ext_free(struct vg_ext *x) {
   }
   ext_forget_bad_pods(x);
   free(x->pending);
-  vg_workload_free(&x->workload);
+  ext_learner_free(x->learner);
+  vg_cluster_free(&x->models);
   pthread_mutex_destroy(&x->lock);
   free(x);
 }
@@ -577,18 +690,29 @@ static char *metrics_text(struct vg_ext *x) {
   return t;
 }
 
+/* GET /workload: what the node policy optimises for now. */
+static char *workload_text(struct vg_ext *x) {
+  char models[VG_SCHED_MAX_MODELS][VG_SCHED_NAME_MAX];
+  pthread_mutex_lock(&x->lock);
+  int n = x->models.nmodels;
+  memcpy(models, x->models.models, sizeof(models));
+  pthread_mutex_unlock(&x->lock);
+  return ext_learner_json(x->learner, (const char(*)[VG_SCHED_NAME_MAX])models, n);
+}
+
 int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const char *body,
                   size_t len, char **out, const char **content_type) {
-  static const char *const verbs[] = {"/filter", "/prioritize", "/bind", "/healthz", "/metrics"};
+  static const char *const verbs[] = {"/filter",  "/prioritize", "/bind",
+                                      "/healthz", "/metrics",    "/workload"};
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int v = 0;
-  while (v < 5 && strcmp(path, verbs[v]) != 0) v++;
+  while (v < 6 && strcmp(path, verbs[v]) != 0) v++;
   *content_type = "application/json";
   int status;
-  if (v == 5) {
-    *out =
-        json_error("no such endpoint (POST /filter, /prioritize, /bind; GET /healthz, /metrics)");
+  if (v == 6) {
+    *out = json_error(
+        "no such endpoint (POST /filter, /prioritize, /bind; GET /healthz, /metrics, /workload)");
     status = 404;
   } else if ((v < 3) != (strcmp(method, "POST") == 0)) {
     *out = json_error(v < 3 ? "use POST" : "use GET");
@@ -606,10 +730,14 @@ int vg_ext_handle(struct vg_ext *x, const char *method, const char *path, const 
     *content_type = "text/plain";
     *out = strdup("ok\n");
     status = 200;
-  } else {
+  } else if (v == 4) {
     *content_type = "text/plain; version=0.0.4";
     *out = metrics_text(x);
     status = 200;
+  } else {
+    *out = workload_text(x);
+    status = *out ? 200 : 500;
+    if (!*out) *out = json_error("out of memory");
   }
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);

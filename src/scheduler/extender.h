@@ -16,7 +16,6 @@
 
 #define VG_ANN_INVENTORY "vgpu.io/gpu-inventory"
 #define VG_ANN_ASSIGNED VG_ASSIGNED_ANNOTATION /* assignment.h */
-#define VG_EXT_MAX_PRIORITY 10                 /* the protocol's MaxExtenderPriority */
 
 struct vg_ext;
 
@@ -27,6 +26,11 @@ struct vg_ext;
 struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,
                           struct vg_err *err);
 void vg_ext_free(struct vg_ext *x);
+/* The learned target workload's window (docs/scheduler.md, "What the policy
+ * optimises for"): a pod's weight halves after half_life_pods more pods;
+ * the built-in prior starts worth prior_pods pods. Before serving only. */
+int vg_ext_set_workload_window(struct vg_ext *x, double half_life_pods, double prior_pods,
+                               struct vg_err *err);
 
 /* Watches Pods and Nodes in the background (extender_watch.c) so that cached
  * node views are dropped when they change and otherwise kept well past

@@ -169,6 +169,19 @@ static bool pick_ctr(const struct pod_req *q, const struct ctr_req *c, const str
   return true;
 }
 
+bool ext_adopt_pick(const struct pod_req *r, const struct node_view *v, const struct vg_pick *pick,
+                    ext_picks picks) {
+  if (r->n != 1 || r->gpu_policy != EXT_GPU_NODE_POLICY || pick->n != r->c[0].count) return false;
+  for (int k = 0; k < pick->n; k++) {
+    int j = pick->gpu[k];
+    if (j >= v->n || !gpu_fits(r, &r->c[0], &v->g[j], v->reserve)) return false;
+    for (int l = 0; l < k; l++)
+      if (pick->gpu[l] == j) return false;
+  }
+  for (int k = 0; k < pick->n; k++) picks[0][k] = pick->gpu[k];
+  return true;
+}
+
 /* ---- reasons ---- */
 
 static void describe_need(const struct ctr_req *c, char *buf, size_t len) {
@@ -368,9 +381,7 @@ json_object *ext_assignment(const char *node, const struct pod_req *r, const str
 
 /* ---- the placement core's view, for scoring ---- */
 
-/* Free milli of a GPU: the smaller of its free cores and free memory
- * fractions; 0 when it cannot take a slice. */
-static int free_milli(const struct gpu_view *g) {
+int ext_free_milli(const struct gpu_view *g) {
   if (!g->healthy || g->exclusive || g->mem <= 0) return 0;
   double fc = (100.0 - g->cores_used) / 100.0;
   double fm = (double)(g->mem - g->mem_used) / (double)g->mem;
@@ -379,15 +390,21 @@ static int free_milli(const struct gpu_view *g) {
 }
 
 /* The node (v) and one container (c) in the core's terms. */
+static void to_core_several(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
+                            struct vg_pod *p);
+
 static void core_of(const struct node_view *v, const struct ctr_req *c, struct vg_node *n,
                     struct vg_pod *p) {
   memset(n, 0, sizeof(*n));
   memset(p, 0, sizeof(*p));
-  n->cpu_cap = n->cpu_free = 1;
-  n->mem_cap = n->mem_free = 1;
+  n->cpu_cap = v->cpu_alloc >= 0 ? v->cpu_alloc : EXT_UNREPORTED;
+  n->mem_cap = v->mem_alloc >= 0 ? v->mem_alloc : EXT_UNREPORTED;
+  n->cpu_free = n->cpu_cap > v->cpu_req ? n->cpu_cap - v->cpu_req : 0;
+  n->mem_free = n->mem_cap > v->mem_req ? n->mem_cap - v->mem_req : 0;
+  n->model = -1;
   const struct gpu_view *first = NULL;
   for (int j = 0; j < v->n; j++) {
-    n->gpu_free[n->ngpu++] = free_milli(&v->g[j]);
+    n->gpu_free[n->ngpu++] = ext_free_milli(&v->g[j]);
     if (!first && c && res_for(c, &v->g[j]) && v->g[j].mem > 0) first = &v->g[j];
   }
   if (!c) return;
@@ -400,10 +417,30 @@ static void core_of(const struct node_view *v, const struct ctr_req *c, struct v
 
 void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
                  struct vg_pod *p) {
-  if (r->n <= 1) {
+  if (r->n > 1) {
+    to_core_several(v, r, n, p);
+  } else {
     core_of(v, r->n ? &r->c[0] : NULL, n, p);
-    return;
   }
+  p->cpu = r->cpu;
+  p->mem = r->mem;
+}
+
+uint32_t ext_models_mask(const struct pod_req *q, const char (*models)[VG_SCHED_NAME_MAX],
+                         int nmodels) {
+  if (!q->use_type[0] && !q->nouse_type[0]) return 0; /* any model */
+  uint32_t mask = 0;
+  for (int m = 0; m < nmodels && m < 32; m++) {
+    struct gpu_view g = {.type = ""};
+    snprintf(g.type, sizeof(g.type), "%s", models[m]);
+    if (selected(q, &g)) mask |= 1u << m;
+  }
+  return mask ? mask : 1u << 31; /* selects no known model: nothing matches */
+}
+
+/* ext_to_core for a pod with several GPU containers. */
+static void to_core_several(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
+                            struct vg_pod *p) {
   /* Several GPU containers: the core places one request per pod, so the pod
    * is scored as its largest container on the node after the others took
    * their GPUs (ext_pod_fits found that they fit). */

@@ -46,7 +46,10 @@
 #define EXT_LIST_MAX 512     /* a type/UUID selection annotation's value */
 
 enum ext_dialect { EXT_NONE, EXT_VGPU, EXT_GPUSHARE, EXT_TIMESLICING, EXT_CCE };
-enum ext_gpu_policy { EXT_GPU_BINPACK, EXT_GPU_SPREAD };
+/* Which fitting GPUs of the chosen node a pod gets: the node policy's own
+ * pick (the default: what prioritize scored is what bind writes), or the
+ * pod's vgpu.io/gpu-scheduler-policy override. */
+enum ext_gpu_policy { EXT_GPU_NODE_POLICY, EXT_GPU_BINPACK, EXT_GPU_SPREAD };
 
 /* ---- a pod's request (extender_request.c) ---- */
 
@@ -70,6 +73,7 @@ struct ctr_req {
 struct pod_req {
   int n; /* containers asking for GPUs */
   struct ctr_req c[EXT_MAX_CTRS];
+  int64_t cpu, mem; /* the pod's requests: milli-cores, MiB (requests.h) */
   /* Selection annotations: comma lists, "" = not set. */
   char use_type[EXT_LIST_MAX], nouse_type[EXT_LIST_MAX];
   char use_uuid[EXT_LIST_MAX], nouse_uuid[EXT_LIST_MAX];
@@ -113,11 +117,19 @@ struct gpu_view {
 struct node_view {
   int n;
   int64_t reserve; /* bytes: the inventory's contextReserve, kept free per slice (fit) */
+  /* CPU (milli-cores) and memory (MiB): the Node's allocatable (-1: not
+   * reported) and what the pods bound to it request, as kube-scheduler
+   * counts them (requests.h); the placement core scores with them. */
+  int64_t cpu_alloc, mem_alloc, cpu_req, mem_req;
   struct gpu_view g[VG_SCHED_MAX_GPUS];
 };
 
 struct node_entry {
   char name[VG_SCHED_NAME_MAX * 2];
+  /* What the last view read counted in x->gaps (its GPUs' free milli), and
+   * its GPU model in x->models (-1: none); under x->lock. */
+  short gaps[VG_SCHED_MAX_GPUS];
+  int ngaps, model;
   pthread_mutex_t bind_lock; /* one bind at a time per node */
   struct timespec at;        /* when view was read; 0 = never/stale */
   unsigned gen; /* bumped by every invalidation: a read begun before one is not cached */
@@ -159,6 +171,9 @@ void ext_store_done(struct ext_store *s);
  * with *why saying why it is unusable; *why NULL: not parsed, parse *inventory. */
 bool ext_store_node(struct ext_store *s, const char *name, const char **inventory,
                     const struct node_view **base, const char **why);
+/* The node's allocatable (when the Node reports it) and its pods' CPU and
+ * memory requests into v's cpu_* and mem_* fields. */
+void ext_store_cpu_mem(struct ext_store *s, const char *name, struct node_view *v);
 /* fn for each Pod bound to the node that may hold GPUs there, with its
  * vgpu.io/assigned parsed as the event came (has, a, error: as
  * vg_assign_from_pod returns them). */
@@ -212,7 +227,12 @@ int ext_batch_next(const struct ext_batch *b, int pod);
 struct vg_ext {
   struct vg_k8s_client *client;
   const struct vg_policy *policy;
-  struct vg_workload workload;
+  struct ext_learner *learner; /* the target workload (extender_workload.c) */
+  /* Under lock: the GPU model names seen in inventories (no nodes; at most
+   * EXT_MAX_MODELS), and how many GPUs of the views read have each free
+   * share (0..1000 milli), the vgpu policy's Sum-of-Squares input. */
+  struct vg_cluster models;
+  int gaps[VG_MILLI + 1];
   long ttl_ms;
   struct ext_watch *watch; /* NULL unless vg_ext_watch_start */
   /* Binds waiting for their watch event (node_entry.pending), under lock. */
@@ -292,6 +312,54 @@ void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, i
 /* The inventory annotation's text -> v (nothing used yet). */
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 
+/* Prioritize answers each node's rank among the policy's distinct scores
+ * times this: kube-scheduler multiplies it by 10 (MaxNodeScore /
+ * MaxExtenderPriority) and the weight, so one rank is 1,000 points, more
+ * than kube-scheduler's default score plugins can add between two nodes
+ * (at most 800; NodePreferAvoidPods, an operator's explicit wish, aside). */
+#define EXT_RANK_STEP 100
+
+/* ---- the learned target workload (extender_workload.c) ---- */
+
+#define EXT_WORKLOAD_HALF_LIFE 5000.0 /* pods: a pod's weight halves after this many more */
+#define EXT_WORKLOAD_PRIOR 20.0       /* pods: the built-in list's weight at start */
+struct ext_learner;
+struct ext_learner *ext_learner_new(double half_life_pods, double prior_pods); /* NULL: no memory */
+void ext_learner_free(struct ext_learner *l);
+/* Counts pod p (core form) once per uid; true when it was new. */
+bool ext_learner_observe(struct ext_learner *l, const char *uid, const struct vg_pod *p);
+/* A copy of the current workload (free it with vg_workload_free). */
+int ext_learner_workload(struct ext_learner *l, struct vg_workload *w, struct vg_err *err);
+long long ext_learner_seen(struct ext_learner *l);
+/* GET /workload's body: the types, their weights and the measure chosen. */
+char *ext_learner_json(struct ext_learner *l, const char (*models)[VG_SCHED_NAME_MAX], int nmodels);
+
+/* ---- the placement core's model of the candidates (extender_score.c) ---- */
+
+#define EXT_MAX_MODELS 31 /* model bit 31 means "selects no known model" */
+struct ext_model {
+  struct vg_cluster cl; /* the scored nodes, and x's model table */
+  struct vg_workload w; /* the learned workload, as of ext_model_begin */
+  int gaps[VG_MILLI + 1];
+  uint32_t models; /* the pod's model mask */
+  struct vg_sched s;
+  bool sched_ready;
+};
+/* Snapshots what scoring r reads (workload, models, gaps); 0 or -1 with err. */
+int ext_model_begin(struct vg_ext *x, const struct pod_req *r, struct ext_model *m,
+                    struct vg_err *err);
+/* Adds the node called name, in core form (ext_to_core); its index or -1. */
+int ext_model_add(struct vg_ext *x, struct ext_model *m, const char *name,
+                  const struct vg_node *core, struct vg_err *err);
+/* The policy's score for p on node i and its GPU pick; NAN when p does not
+ * fit there (CPU, memory, model or GPUs) or scoring cannot start. */
+double ext_model_score(struct ext_model *m, const struct vg_policy *pol, int i, struct vg_pod *p,
+                       struct vg_pick *pick, struct vg_err *err);
+void ext_model_end(struct ext_model *m);
+/* A view of e was read (usable or not): its GPUs replace e's old ones in
+ * x->gaps, and its model is registered. Lock held. */
+void ext_gaps_note(struct vg_ext *x, struct node_entry *e, const struct node_view *v, bool usable);
+
 /* ---- fit (extender_fit.c) ---- */
 
 /* picks[i][k]: view index of container i's k-th GPU. */
@@ -312,6 +380,21 @@ json_object *ext_assignment(const char *node, const struct pod_req *r, const str
  * others are placed. */
 void ext_to_core(const struct node_view *v, const struct pod_req *r, struct vg_node *n,
                  struct vg_pod *p);
+
+/* A GPU's free share in the core's milli-GPU: the smaller of its free
+ * cores and free memory fractions; 0 when it cannot take a slice. */
+int ext_free_milli(const struct gpu_view *g);
+/* The core's model mask (vg_pod.models) for q's GPU type selection over the
+ * model names; 0 without one. */
+uint32_t ext_models_mask(const struct pod_req *q, const char (*models)[VG_SCHED_NAME_MAX],
+                         int nmodels);
+/* Takes the node policy's pick (core GPU k = view GPU k) for r's one GPU
+ * container into picks, when r leaves the choice to the node policy and
+ * every picked GPU passes the fit above; false (picks untouched) else. */
+bool ext_adopt_pick(const struct pod_req *r, const struct node_view *v, const struct vg_pick *pick,
+                    ext_picks picks);
+/* CPU or memory of a Node that reports no allocatable: unlimited for scoring. */
+#define EXT_UNREPORTED (INT64_MAX / 4)
 
 /* Can container c of a pod bound to v take the amounts q asks for, on the
  * same GPUs? v holds c's current slices; false with why (the GPU and what is

@@ -34,6 +34,7 @@
 #include "extender_int.h"
 #include "json_get.h"
 #include "pod_quantity.h"
+#include "requests.h"
 
 #define R_VGPU "nvidia.com/vgpu"
 #define R_GPU "nvidia.com/gpu"
@@ -377,5 +378,13 @@ int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len) {
     r->c[r->n++] = c;
   }
   if (refuse_gpu_init_containers(pod, why, len) != 0) return -1;
+  struct vg_cpu_mem cm;
+  struct vg_err err = {{0}};
+  if (vg_pod_requests(pod, &cm, &err) != 0) {
+    snprintf(why, len, "%s", err.msg);
+    return -1;
+  }
+  r->cpu = cm.cpu;
+  r->mem = cm.mem;
   return parse_annotations(pod, r, why, len);
 }

@@ -11,11 +11,13 @@
  * at all (extender_view.c says when views come from here, docs/scheduler.md
  * "Freshness" what that promises).
  *
- * Only what a view is built from is kept: a Node's inventory text, and the
- * Pods that are bound, not finished, and carry vgpu.io/assigned (any other
- * Pod holds nothing, see hold_pod in extender_view.c). So an event about a
- * Pod without GPUs, or a Node's status heartbeat, changes nothing here and
- * drops no view.
+ * Only what a view is built from is kept: a Node's inventory text and
+ * allocatable CPU and memory; of each Pod that is bound and not finished,
+ * its CPU and memory requests, and the Pod itself only when it carries
+ * vgpu.io/assigned (any other Pod holds no GPU, see hold_pod in
+ * extender_view.c). So a Node's status heartbeat, or an event about a Pod
+ * without GPUs whose node and requests stay the same, changes nothing here
+ * and drops no view.
  *
  * Locking: a read-write lock of its own. The watch threads write; the filter
  * threads read while they build a view, and may take x->lock meanwhile
@@ -27,6 +29,7 @@
 
 #include "extender_int.h"
 #include "log.h"
+#include "requests.h"
 
 struct sent { /* a hash map entry, the first member of snode and spod */
   struct sent *hnext;
@@ -49,14 +52,18 @@ struct snode {
   struct node_view *base;
   char *why;
   bool present; /* the Node exists (else kept only for pods bound to it) */
+  bool has_alloc;
+  struct vg_cpu_mem alloc; /* status.allocatable, when has_alloc */
+  struct vg_cpu_mem req;   /* the sum of its pods' requests */
   struct spod *pods;
 };
 
 struct spod {
-  struct sent e;    /* key: "namespace/name" */
-  struct snode *on; /* the node it is bound to */
-  json_object *obj; /* the Pod (owned) */
-  int has;          /* its vgpu.io/assigned, parsed when it came: vg_assign_from_pod's */
+  struct sent e;         /* key: "namespace/name" */
+  struct snode *on;      /* the node it is bound to */
+  struct vg_cpu_mem req; /* its CPU and memory requests */
+  json_object *obj;      /* the Pod (owned) when it carries vgpu.io/assigned, else NULL */
+  int has;               /* its vgpu.io/assigned, parsed when it came: vg_assign_from_pod's */
   struct vg_assignment a;
   char *error; /* has < 0: why */
   struct spod *prev, *next;
@@ -166,6 +173,8 @@ static void pod_del(struct ext_store *s, struct spod *p) {
   else
     p->on->pods = p->next;
   if (p->next) p->next->prev = p->prev;
+  p->on->req.cpu -= p->req.cpu;
+  p->on->req.mem -= p->req.mem;
   smap_del(&s->pods, &p->e);
   gc_node(s, p->on);
   json_object_put(p->obj);
@@ -198,16 +207,32 @@ bool ext_pod_key(json_object *pod, char *key, size_t len) {
   return true;
 }
 
-/* The node a pod's GPUs count on, or NULL when it holds nothing anywhere
- * (the same rules as hold_pod in extender_view.c). */
+/* The node a pod's requests count on, or NULL when it holds nothing
+ * anywhere (the same rules as hold_pod in extender_view.c). */
 static const char *holding_node(json_object *pod) {
   const char *node = ext_get_str(ext_get(pod, "spec"), "nodeName");
   const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
   if (!node || !node[0]) return NULL;
   if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return NULL;
-  /* Present in any form: an unreadable one still counts (hold_unreadable). */
-  if (!ext_get(ext_get(ext_get(pod, "metadata"), "annotations"), VG_ANN_ASSIGNED)) return NULL;
   return node;
+}
+
+/* Does the pod hold GPUs? vgpu.io/assigned present in any form: an
+ * unreadable one still counts (hold_unreadable in extender_view.c). */
+static bool holds_gpus(json_object *pod) {
+  return ext_get(ext_get(ext_get(pod, "metadata"), "annotations"), VG_ANN_ASSIGNED) != NULL;
+}
+
+/* The pod's CPU and memory requests; one that cannot be read (the API
+ * server validates them) counts nothing and is logged. */
+static struct vg_cpu_mem requests_of(json_object *pod, const char *key) {
+  struct vg_cpu_mem r = {0, 0};
+  struct vg_err err = {{0}};
+  if (vg_pod_requests(pod, &r, &err) != 0) {
+    vg_warn("watch store: pod %s: CPU and memory requests not counted: %s", key, err.msg);
+    r.cpu = r.mem = 0;
+  }
+  return r;
 }
 
 /* pod as it is now (gone when deleted). Write lock held. The nodes whose
@@ -220,6 +245,10 @@ static bool put_pod(struct ext_store *s, json_object *pod, bool deleted,
   if (!ext_pod_key(pod, key, sizeof(key))) return false;
   struct spod *p = (struct spod *)smap_get(&s->pods, key);
   const char *node = deleted ? NULL : holding_node(pod);
+  if (p && node && !p->obj && !holds_gpus(pod) && strcmp(p->on->e.key, node) == 0) {
+    struct vg_cpu_mem r = requests_of(pod, key); /* a status update, most likely */
+    if (r.cpu == p->req.cpu && r.mem == p->req.mem) return false;
+  }
   if (p) {
     snprintf(changed[0], sizeof(changed[0]), "%s", p->on->e.key);
     pod_del(s, p);
@@ -237,10 +266,15 @@ static bool put_pod(struct ext_store *s, json_object *pod, bool deleted,
     if (n) gc_node(s, n);
     return true;
   }
-  p->obj = json_object_get(pod);
-  struct vg_err err = {{0}};
-  p->has = vg_assign_from_pod(pod, &p->a, &err);
-  p->error = p->has < 0 ? strdup(err.msg) : NULL;
+  p->req = requests_of(pod, key);
+  n->req.cpu += p->req.cpu;
+  n->req.mem += p->req.mem;
+  if (holds_gpus(pod)) {
+    p->obj = json_object_get(pod);
+    struct vg_err err = {{0}};
+    p->has = vg_assign_from_pod(pod, &p->a, &err);
+    p->error = p->has < 0 ? strdup(err.msg) : NULL;
+  }
   p->on = n;
   p->next = n->pods;
   if (n->pods) n->pods->prev = p;
@@ -261,7 +295,17 @@ static bool put_node(struct ext_store *s, json_object *node, bool deleted) {
   if (!n) return !deleted; /* out of memory: the node reads as not found */
   bool same_inv =
       inv == NULL ? n->inventory == NULL : n->inventory != NULL && strcmp(inv, n->inventory) == 0;
-  if (n->present == !deleted && (deleted || same_inv)) return false; /* a heartbeat, say */
+  struct vg_cpu_mem alloc = {0, 0};
+  struct vg_err err = {{0}};
+  int has_alloc = deleted ? 0 : vg_node_allocatable(node, &alloc, &err);
+  if (has_alloc < 0) vg_warn("watch store: node %s: allocatable not read: %s", name, err.msg);
+  has_alloc = has_alloc > 0;
+  bool same_alloc = (bool)has_alloc == n->has_alloc &&
+                    (!has_alloc || (alloc.cpu == n->alloc.cpu && alloc.mem == n->alloc.mem));
+  if (n->present == !deleted && (deleted || (same_inv && same_alloc)))
+    return false; /* a heartbeat, say */
+  n->has_alloc = has_alloc;
+  n->alloc = alloc;
   forget_inventory(n);
   n->present = !deleted;
   if (!deleted && inv && !(n->inventory = strdup(inv)))
@@ -332,7 +376,15 @@ bool ext_store_node(struct ext_store *s, const char *name, const char **inventor
 void ext_store_pods(struct ext_store *s, const char *name, ext_store_pod_fn fn, void *ctx) {
   const struct snode *n = (const struct snode *)smap_get(&s->nodes, name);
   for (const struct spod *p = n ? n->pods : NULL; p; p = p->next)
-    fn(ctx, p->obj, p->has, &p->a, p->error ? p->error : "");
+    if (p->obj) fn(ctx, p->obj, p->has, &p->a, p->error ? p->error : "");
+}
+
+void ext_store_cpu_mem(struct ext_store *s, const char *name, struct node_view *v) {
+  const struct snode *n = (const struct snode *)smap_get(&s->nodes, name);
+  if (!n) return;
+  if (n->has_alloc) v->cpu_alloc = n->alloc.cpu, v->mem_alloc = n->alloc.mem;
+  v->cpu_req = n->req.cpu;
+  v->mem_req = n->req.mem;
 }
 
 size_t ext_store_names(struct ext_store *s, char ***names) {

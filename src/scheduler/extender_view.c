@@ -24,6 +24,7 @@
 
 #include "extender_int.h"
 #include "log.h"
+#include "requests.h"
 
 #define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
 
@@ -81,6 +82,8 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
   v->n = 0;
   v->reserve = 0;
+  v->cpu_alloc = v->mem_alloc = -1;
+  v->cpu_req = v->mem_req = 0;
   json_object *inv = json_tokener_parse(text);
   json_object *gpus = ext_get(inv, "gpus");
   int rc = -1;
@@ -228,9 +231,37 @@ void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, i
     for (int k = 0; k < a->ctr[c].ngpus; k++) hold(v, a->ctr[c].resource, &a->ctr[c].gpu[k]);
 }
 
+/* What pod requests of CPU and memory, counted on v. A request that cannot
+ * be read (the API server validates them: our bug, not the user's) counts
+ * nothing and is logged. */
+static void add_requests(struct node_view *v, json_object *pod) {
+  struct vg_cpu_mem r;
+  struct vg_err err = {{0}};
+  if (vg_pod_requests(pod, &r, &err) != 0) {
+    const char *name = ext_get_str(ext_get(pod, "metadata"), "name");
+    vg_warn("pod %s: its CPU and memory requests are not counted: %s", name ? name : "?", err.msg);
+    return;
+  }
+  v->cpu_req += r.cpu;
+  v->mem_req += r.mem;
+}
+
+/* The Node's allocatable onto v (unknown: -1, as ext_parse_inventory left it). */
+static void set_allocatable(struct node_view *v, json_object *node) {
+  struct vg_cpu_mem a;
+  struct vg_err err = {{0}};
+  int k = node ? vg_node_allocatable(node, &a, &err) : 0;
+  if (k < 0) {
+    const char *name = ext_get_str(ext_get(node, "metadata"), "name");
+    vg_warn("node %s: allocatable not read: %s", name ? name : "?", err.msg);
+  }
+  if (k > 0) v->cpu_alloc = a.cpu, v->mem_alloc = a.mem;
+}
+
 static void hold_pod(struct vg_ext *x, const char *node, json_object *pod, struct node_view *v) {
   const char *phase = ext_get_str(ext_get(pod, "status"), "phase");
   if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) return;
+  add_requests(v, pod);
   struct vg_assignment a;
   struct vg_err aerr = {{0}};
   int has = vg_assign_from_pod(pod, &a, &aerr);
@@ -289,6 +320,10 @@ static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
 void ext_view_copy(struct node_view *dst, const struct node_view *src) {
   dst->n = src->n;
   dst->reserve = src->reserve;
+  dst->cpu_alloc = src->cpu_alloc;
+  dst->mem_alloc = src->mem_alloc;
+  dst->cpu_req = src->cpu_req;
+  dst->mem_req = src->mem_req;
   memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
 }
 
@@ -307,6 +342,7 @@ struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
   struct node_entry *e = find_entry(x, name);
   if (!e && (e = calloc(1, sizeof(*e)))) {
     snprintf(e->name, sizeof(e->name), "%s", name);
+    e->model = -1;
     pthread_mutex_init(&e->bind_lock, NULL);
     e->next = x->nodes;
     x->nodes = e;
@@ -368,6 +404,7 @@ static void store_view(struct vg_ext *x, struct node_entry *e, const struct time
   e->at = keep ? *now : (struct timespec){0, 0};
   e->rc = rc;
   ext_view_copy(&e->view, v);
+  ext_gaps_note(x, e, v, rc == 0);
   snprintf(e->why, sizeof(e->why), "%s", rc ? why : "");
   free(e->inventory);
   e->inventory = copy;
@@ -419,6 +456,8 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
     else
       ext_view_copy(&v, base);
     if (rc == 0) rc = subtract_pods(x, name, store, NULL, &v, why, len);
+    if (rc == 0) ext_store_cpu_mem(store, name, &v);
+    if (rc == 0 && node_obj) set_allocatable(&v, node_obj);
     store_view(x, e, &now, gen, NULL, rc, inv, &v, why);
     ext_store_done(store);
     if (rc == 0) use(ctx, &v);
@@ -444,6 +483,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   }
   rc = view_from_inventory(inventory_text(node_obj), &v, why, len);
   if (rc == 0) rc = subtract_pods(x, name, NULL, batch, &v, why, len);
+  if (rc == 0) set_allocatable(&v, node_obj);
   store_view(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
   if (rc == 0) use(ctx, &v);

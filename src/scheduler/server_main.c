@@ -3,6 +3,7 @@
  *
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
  *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
+ *                  [--workload-half-life PODS] [--workload-prior PODS]
  *                  [--max-body-mib N] [--idle-timeout-s N]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "                      [--max-body-mib N] [--idle-timeout-s N]\n"
+          "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -48,6 +50,13 @@ static void usage(FILE *f) {
           "  --max-body-mib N    refuse request bodies over N MiB with 413 (default 8: a\n"
           "                      Pod and node names; raise it for nodeCacheCapable: false)\n"
           "  --idle-timeout-s N  close connections idle this long (default 60)\n"
+          "  --workload-half-life PODS\n"
+          "                      the target workload the policy optimises for is learned\n"
+          "                      from the pods filtered; a pod's weight halves after PODS\n"
+          "                      more (default 5000; GET /workload shows it)\n"
+          "  --workload-prior PODS\n"
+          "                      the built-in start-up mix weighs as much as PODS pods\n"
+          "                      (default 20)\n"
           "  --version           print the version and exit\n");
 }
 
@@ -62,10 +71,13 @@ int main(int argc, char **argv) {
                                        {"resize-poll-ms", required_argument, NULL, 'r'},
                                        {"max-body-mib", required_argument, NULL, 'b'},
                                        {"idle-timeout-s", required_argument, NULL, 'i'},
+                                       {"workload-half-life", required_argument, NULL, 'H'},
+                                       {"workload-prior", required_argument, NULL, 'P'},
                                        {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
+  double half_life = 5000, prior = 20;
   struct vg_ext_server_limits limits = {0};
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
@@ -123,6 +135,19 @@ int main(int argc, char **argv) {
           limits.idle_timeout_s = (unsigned)v;
         break;
       }
+      case 'H':
+      case 'P': {
+        char *end;
+        errno = 0;
+        double v = strtod(optarg, &end);
+        if (*optarg == '\0' || *end != '\0' || errno != 0 || !(v >= (c == 'H') && v <= 1e9)) {
+          fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number of pods from %d to 1e9\n",
+                  c == 'H' ? "workload-half-life" : "workload-prior", optarg, c == 'H');
+          return 2;
+        }
+        *(c == 'H' ? &half_life : &prior) = v;
+        break;
+      }
       case 'W':
         watch = false;
         break;
@@ -176,6 +201,10 @@ int main(int argc, char **argv) {
   }
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
+  if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
+    vg_ext_free(x);
+    x = NULL;
+  }
   struct vg_ext_server *srv = x ? vg_ext_server_start(x, listen, &limits, &err) : NULL;
   if (!srv) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);

@@ -98,6 +98,11 @@ struct vg_workload {
  * types until they cover >= coverage_pct of pods, renormalised. */
 int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npods,
                       double coverage_pct, struct vg_err *err);
+/* The same from weighted task types (their weight, not count): the heaviest
+ * kept until they cover >= coverage_pct of the total weight, renormalised.
+ * types is copied. The scheduler's learned workload is built so. */
+int vg_workload_from_types(struct vg_workload *w, const struct vg_task_type *types, int n,
+                           double coverage_pct, struct vg_err *err);
 void vg_workload_free(struct vg_workload *w);
 
 /* ---- fragmentation measure (frag.c) ---- */

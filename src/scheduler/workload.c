@@ -61,6 +61,35 @@ static void mix_shares(struct vg_workload *w) {
   w->multi_pct = all > 0 ? 100 * multi / all : 0;
 }
 
+static int by_weight(const void *pa, const void *pb) {
+  const struct vg_task_type *a = pa, *b = pb;
+  if (a->weight != b->weight) return a->weight > b->weight ? -1 : 1;
+  struct vg_task_type x = *a, y = *b; /* equal weights: the count order's tie-breaks */
+  x.count = y.count = 0;
+  return by_count(&x, &y);
+}
+
+int vg_workload_from_types(struct vg_workload *w, const struct vg_task_type *types, int n,
+                           double coverage_pct, struct vg_err *err) {
+  memset(w, 0, sizeof(*w));
+  double total = 0;
+  for (int t = 0; t < n; t++) total += types[t].weight > 0 ? types[t].weight : 0;
+  if (n <= 0 || total <= 0) return vg_err_set(err, "target workload: no task types");
+  struct vg_task_type *kept = malloc((size_t)n * sizeof(*kept));
+  if (!kept) return vg_err_set(err, "out of memory for %d task types", n);
+  memcpy(kept, types, (size_t)n * sizeof(*kept));
+  qsort(kept, (size_t)n, sizeof(*kept), by_weight);
+  int k = 0;
+  double covered = 0;
+  while (k < n && kept[k].weight > 0 && covered * 100.0 < coverage_pct * total)
+    covered += kept[k++].weight;
+  for (int t = 0; t < k; t++) kept[t].weight /= covered;
+  w->types = kept;
+  w->n = k;
+  mix_shares(w);
+  return 0;
+}
+
 int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npods,
                       double coverage_pct, struct vg_err *err) {
   memset(w, 0, sizeof(*w));

@@ -310,11 +310,15 @@ enum { PODS = 50 };
 /* pod i: 1 GPU (2 every fifth pod), 256..1216 MiB per GPU, 0 or 5 % cores. */
 static int pod_gpus(int i) { return i % 5 == 0 ? 2 : 1; }
 
+/* The pods fill node1's GPUs to the last slice and contextReserve; they ask
+ * binpack so that which GPUs each gets stays what this test was sized for
+ * (the node policy's own pick spreads them differently, docs/scheduler.md). */
 static void create_unbound_pods(struct setup *s) {
   for (int i = 0; i < PODS; i++) {
-    char pod[700];
+    char pod[800];
     snprintf(pod, sizeof(pod),
-             "{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"default\"},\"spec\":{"
+             "{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"default\",\"annotations\":{"
+             "\"vgpu.io/gpu-scheduler-policy\":\"binpack\"}},\"spec\":{"
              "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/vgpu\":"
              "\"%d\",\"nvidia.com/gpumem\":\"%d\",\"nvidia.com/gpucores\":\"%d\"}}}]}}",
              i, pod_gpus(i), 256 + (i % 11) * 96, (i % 3 == 0) ? 5 : 0);

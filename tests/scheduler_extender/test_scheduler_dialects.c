@@ -507,13 +507,14 @@ static json_object *prioritize(const char *annotations) {
 
 static void test_node_policy(void **s) {
   (void)s;
+  /* Scores are the nodes' ranks (lowest 1) times 100. */
   json_object *res = prioritize("\"vgpu.io/node-scheduler-policy\":\"binpack\"");
-  assert_int_equal(ext_score(res, "nl-busy"), 10);
-  assert_int_equal(ext_score(res, "nl-idle"), 0);
+  assert_int_equal(ext_score(res, "nl-busy"), 200);
+  assert_int_equal(ext_score(res, "nl-idle"), 100);
   json_object_put(res);
   res = prioritize("\"hami.io/node-scheduler-policy\":\"spread\"");
-  assert_int_equal(ext_score(res, "nl-busy"), 0);
-  assert_int_equal(ext_score(res, "nl-idle"), 10);
+  assert_int_equal(ext_score(res, "nl-busy"), 100);
+  assert_int_equal(ext_score(res, "nl-idle"), 200);
   json_object_put(res);
 }
 
@@ -533,8 +534,8 @@ static void test_score_all_containers(void **s) {
       "\"status\":{\"phase\":\"Pending\"}}";
   char *body = ext_args_names(pod, "\"mc-small\",\"mc-big\"");
   json_object *res = ext_post("/prioritize", body, 200);
-  assert_int_equal(ext_score(res, "mc-small"), 10);
-  assert_int_equal(ext_score(res, "mc-big"), 0);
+  assert_int_equal(ext_score(res, "mc-small"), 200);
+  assert_int_equal(ext_score(res, "mc-big"), 100);
   json_object_put(res);
   free(body);
 }
@@ -623,8 +624,8 @@ static void test_recorded_requests(void **s) {
   body = read_request("prioritize-nodenames.json");
   res = ext_post("/prioritize", body, 200);
   assert_int_equal(json_object_array_length(res), 2);
-  assert_int_equal(ext_score(res, "nl-busy"), 10); /* the pod asks binpack */
-  assert_int_equal(ext_score(res, "nl-idle"), 0);
+  assert_int_equal(ext_score(res, "nl-busy"), 200); /* the pod asks binpack */
+  assert_int_equal(ext_score(res, "nl-idle"), 100);
   json_object_put(res);
   free(body);
 
