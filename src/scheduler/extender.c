@@ -294,8 +294,8 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
                          score ? &ev->core[i] : NULL,
                          score ? &ev->pod[i] : NULL,
                          ev};
-    int rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, false, eval_view, &o, ev->why[i],
-                           sizeof(ev->why[i]));
+    int rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, EXT_CACHED, eval_view, &o,
+                           ev->why[i], sizeof(ev->why[i]));
     if (rc != 0 && req->n == 0) { /* prioritize scores where a GPU-less pod goes */
       ev->fits[i] = true;
       gpu_less_core(req, &ev->core[i], &ev->pod[i]);
@@ -528,6 +528,37 @@ static void policy_pick(struct vg_ext *x, const char *node, const struct pod_req
   ext_model_end(&m);
 }
 
+/* Read-your-writes: until the watch delivers this bind, the store lacks it
+ * and the next filter (or bind: they read the store too) would offer what
+ * we just gave away. So the Pod as bound goes into the store now, still
+ * under the node's bind lock; the watch event replaces it. Without a synced
+ * store (or memory for the copy), the node is read from the API until the
+ * event comes instead. */
+static void note_bound(struct vg_ext *x, struct node_entry *e, const char *ns, const char *name,
+                       json_object *pod, json_object *annotations) {
+  char key[EXT_POD_KEY_MAX];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  pthread_mutex_lock(&x->lock);
+  struct ext_store *store = ext_synced_store(x);
+  pthread_mutex_unlock(&x->lock);
+  json_object *bound = NULL;
+  if (store && json_object_deep_copy(pod, &bound, NULL) == 0) {
+    json_object *spec = ext_get(bound, "spec"), *meta = ext_get(bound, "metadata");
+    json_object *ann = ext_get(meta, "annotations");
+    if (spec) json_object_object_add(spec, "nodeName", json_object_new_string(e->name));
+    if (meta && !ann) json_object_object_add(meta, "annotations", ann = json_object_new_object());
+    if (annotations && ann) {
+      json_object_object_foreach(annotations, k, v)
+          json_object_object_add(ann, k, json_object_get(v));
+    }
+    char changed[2][VG_SCHED_NAME_MAX * 2];
+    if (spec && ann) ext_store_apply(store, true, false, bound, changed);
+    if (!spec || !ann) json_object_put(bound), bound = NULL;
+  }
+  ext_pending_add(x, e, key, bound);
+  json_object_put(bound);
+}
+
 static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   static const char *const keys[] = {"PodName", "PodNamespace", "PodUID", "Node", NULL};
   json_object *vals[4] = {NULL, NULL, NULL, NULL};
@@ -577,7 +608,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
     ext_picks picks;
-    if (ext_node_view(x, node, NULL, true, &v, why, sizeof(why)) != 0) goto done;
+    if (ext_node_view(x, node, NULL, EXT_CURRENT, &v, why, sizeof(why)) != 0) goto done;
     if (!ext_pod_fits(&req, &v, picks, why, sizeof(why))) goto done;
     policy_pick(x, node, &req, &v, picks);
     json_object *a = ext_assignment(node, &req, &v, picks, &err);
@@ -591,17 +622,10 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
         json_object_new_string(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN)));
     json_object_put(a);
   }
-  /* Read-your-writes: until the watch delivers this bind, the store lacks
-   * it and the next filter would offer the GPUs we just gave away; so the
-   * node is read from the API till then. Marked before the request, as the
-   * event may arrive before it returns. */
-  char key[EXT_POD_KEY_MAX];
-  snprintf(key, sizeof(key), "%s/%s", ns, name);
-  if (annotations) ext_pending_add(x, e, key);
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
   if (rc != 0)
     snprintf(why, sizeof(why), "%s%.480s", rc == VG_K8S_ECONFLICT ? "conflict: " : "", err.msg);
-  if (rc != 0 && annotations) ext_pending_seen(x, key, node); /* no event will come */
+  if (rc == 0) note_bound(x, e, ns, name, pod, annotations);
   ext_invalidate(x, node);
 done:
   pthread_mutex_unlock(&e->bind_lock);
@@ -676,7 +700,7 @@ void vg_ext_free(struct vg_ext *x) {
     free(e);
   }
   ext_forget_bad_pods(x);
-  free(x->pending);
+  ext_pending_free(x);
   ext_learner_free(x->learner);
   vg_cluster_free(&x->models);
   pthread_mutex_destroy(&x->lock);

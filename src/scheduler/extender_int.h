@@ -254,9 +254,14 @@ struct vg_ext {
 /* The node entry (cache slot and bind lock) for name, created when new; NULL
  * when out of memory. */
 struct node_entry *ext_entry(struct vg_ext *x, const char *name);
-/* The node's GPU view: from node_obj when given (a full NodeList), else the
- * API (cached for ttl unless fresh). Returns 0, or -1 with why. */
-int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+/* Where a view may come from: a cached one (filter, prioritize); the
+ * store when the watches are synced and it holds every bind of ours to the
+ * node, else the API (bind: ext_pending_add puts our binds in the store);
+ * the API only (resize). */
+enum ext_fresh { EXT_CACHED, EXT_CURRENT, EXT_FROM_API };
+/* The node's GPU view: from node_obj when given (a full NodeList), else as
+ * fresh says. Returns 0, or -1 with why. */
+int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, enum ext_fresh fresh,
                   struct node_view *v, char *why, size_t len);
 /* As ext_node_view, but instead of copying the view out, calls use(ctx, v)
  * with it (only when 0 is returned). A cached view is lent under the cache
@@ -267,8 +272,8 @@ typedef void (*ext_view_fn)(void *ctx, const struct node_view *v);
 /* batch: when not NULL and fetched, a view not cached is built from its
  * lists instead of the API. */
 int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
-                  const struct ext_batch *batch, bool fresh, ext_view_fn use, void *ctx, char *why,
-                  size_t len);
+                  const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use, void *ctx,
+                  char *why, size_t len);
 /* Would ext_with_view (not fresh) find name's view in the cache now? */
 bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj);
 void ext_invalidate(struct vg_ext *x, const char *name);
@@ -284,12 +289,18 @@ long ext_view_ttl_ms(const struct vg_ext *x);
 /* The store, when both watches are synced (its views are current as of the
  * last event); else NULL. Lock held. */
 struct ext_store *ext_synced_store(const struct vg_ext *x);
-/* Read-your-writes for our binds: pod ("ns/name") is being bound to e's node
- * (ext_pending_add), its watch event arrived bound to node
- * (ext_pending_seen), or the bind failed (ext_pending_seen, node = e's). */
+/* Read-your-writes for our binds: pod ("ns/name") was bound to e's node
+ * (ext_pending_add, with obj: the Pod as bound, which the caller has put in
+ * the store; NULL: it is not there, and e's views are read from the API
+ * until its event comes), its watch event arrived bound to node
+ * (ext_pending_seen), or the bind failed (ext_pending_seen, node = e's).
+ * ext_pending_reapply puts the bound Pods back into a store a relist
+ * reset: the list may predate the bind. */
 #define EXT_POD_KEY_MAX 320  /* "namespace/name": 63 + 1 + 253 bytes and the NUL */
 #define EXT_PENDING_MS 30000 /* the most a bind is waited for: then the store is trusted */
-void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod);
+void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod, json_object *obj);
+void ext_pending_reapply(struct vg_ext *x, struct ext_store *store);
+void ext_pending_free(struct vg_ext *x); /* vg_ext_free */
 void ext_pending_seen(struct vg_ext *x, const char *pod, const char *node);
 /* Copies a view: the header and its n GPUs only (most nodes have far fewer
  * than VG_SCHED_MAX_GPUS; whole-struct copies dominated filter's time). */

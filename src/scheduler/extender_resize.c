@@ -78,7 +78,7 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
   const struct vg_assign_ctr *c = has > 0 ? ctr_named(&a, q->container) : NULL;
   if (has > 0 && c == NULL)
     snprintf(why, sizeof(why), "container %s holds no GPU slice of vgpu-scheduler's", q->container);
-  if (c != NULL && ext_node_view(x, node, NULL, true, &v, why, sizeof(why)) != 0) {
+  if (c != NULL && ext_node_view(x, node, NULL, EXT_FROM_API, &v, why, sizeof(why)) != 0) {
     vg_err_set(err, "node %s: %s", node, why); /* the view is unreadable: try again */
     vg_assign_free(&a);
     return -1;

@@ -423,8 +423,8 @@ bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj) 
 }
 
 int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
-                  const struct ext_batch *batch, bool fresh, ext_view_fn use, void *ctx, char *why,
-                  size_t len) {
+                  const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use, void *ctx,
+                  char *why, size_t len) {
   if (batch && !batch->ok) batch = NULL;
   struct node_entry *e = ext_entry(x, name);
   if (!e) {
@@ -436,12 +436,12 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   int rc;
   unsigned gen = 0;
   struct ext_store *store = NULL;
-  bool hit = cached(x, e, &now, node_obj != NULL, inventory_text(node_obj), fresh ? NULL : use, ctx,
-                    why, len, &rc, &gen, &store);
+  bool hit = cached(x, e, &now, node_obj != NULL, inventory_text(node_obj),
+                    fresh == EXT_CACHED ? use : NULL, ctx, why, len, &rc, &gen, &store);
   if (hit) return rc;
   struct node_view v;
-  v.n = 0;               /* every path below leaves a valid (maybe empty) view to cache */
-  if (store && !fresh) { /* no API request: what a list would give as of the last event */
+  v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  if (store && fresh != EXT_FROM_API) { /* no API request: a list as of the last event */
     ext_store_read(store);
     const char *inv = inventory_text(node_obj), *base_why = NULL;
     const struct node_view *base = NULL;
@@ -492,7 +492,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
 
 static void copy_out(void *ctx, const struct node_view *v) { ext_view_copy(ctx, v); }
 
-int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, bool fresh,
+int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, enum ext_fresh fresh,
                   struct node_view *v, char *why, size_t len) {
   v->n = 0;
   return ext_with_view(x, name, node_obj, NULL, fresh, copy_out, v, why, len);
@@ -553,36 +553,47 @@ struct ext_pending {
   char pod[EXT_POD_KEY_MAX]; /* "ns/name" */
   struct node_entry *e;
   struct timespec until;
+  /* The Pod as we bound it, put in the store at once (owned); NULL: not
+   * in the store, so e's views are read from the API until it arrives. */
+  json_object *obj;
 };
 
 static void pending_del(struct vg_ext *x, int i) {
-  x->pending[i].e->pending--;
+  if (x->pending[i].obj)
+    json_object_put(x->pending[i].obj);
+  else
+    x->pending[i].e->pending--;
   x->pending[i] = x->pending[--x->npending];
 }
 
-void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod) {
+/* Room for one more entry, after dropping the expired ones. Lock held. */
+static bool pending_room(struct vg_ext *x, const struct timespec *now) {
+  for (int i = x->npending; i-- > 0;)
+    if (elapsed_ms(now, &x->pending[i].until) <= 0) pending_del(x, i); /* waited long enough */
+  if (x->npending == x->cap_pending) {
+    int cap = x->cap_pending ? 2 * x->cap_pending : 16;
+    struct ext_pending *p = realloc(x->pending, (size_t)cap * sizeof(*p));
+    if (p) x->pending = p, x->cap_pending = cap;
+  }
+  return x->npending < x->cap_pending;
+}
+
+void ext_pending_add(struct vg_ext *x, struct node_entry *e, const char *pod, json_object *obj) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_lock(&x->lock);
   if (x->watch != NULL) { /* without a watch nothing would clear it, nor is the store used */
-    for (int i = x->npending; i-- > 0;)
-      if (elapsed_ms(&now, &x->pending[i].until) <= 0) pending_del(x, i); /* waited long enough */
-    if (x->npending == x->cap_pending) {
-      int cap = x->cap_pending ? 2 * x->cap_pending : 16;
-      struct ext_pending *p = realloc(x->pending, (size_t)cap * sizeof(*p));
-      if (p) x->pending = p, x->cap_pending = cap;
-    }
     struct timespec until = {now.tv_sec + EXT_PENDING_MS / 1000, now.tv_nsec};
-    if (x->npending < x->cap_pending) {
+    if (pending_room(x, &now)) {
       struct ext_pending *p = &x->pending[x->npending++];
       snprintf(p->pod, sizeof(p->pod), "%s", pod);
       p->e = e;
       p->until = until;
+      p->obj = obj ? json_object_get(obj) : NULL;
+    }
+    if (!obj || x->pending[x->npending - 1].obj != obj) { /* not in the store, or no room */
       e->pending++;
       e->pending_until = until;
-    } else { /* out of memory: the node is read from the API until the deadline */
-      e->pending_until = until;
-      e->pending++;
     }
   }
   pthread_mutex_unlock(&x->lock);
@@ -594,6 +605,28 @@ void ext_pending_seen(struct vg_ext *x, const char *pod, const char *node) {
     if (strcmp(x->pending[i].pod, pod) == 0 && strcmp(x->pending[i].e->name, node) == 0)
       pending_del(x, i);
   pthread_mutex_unlock(&x->lock);
+}
+
+void ext_pending_reapply(struct vg_ext *x, struct ext_store *store) {
+  pthread_mutex_lock(&x->lock);
+  int n = 0;
+  json_object **objs = malloc(((size_t)x->npending + 1) * sizeof(*objs));
+  for (int i = 0; objs && i < x->npending; i++)
+    if (x->pending[i].obj) objs[n++] = json_object_get(x->pending[i].obj);
+  pthread_mutex_unlock(&x->lock);
+  for (int i = 0; i < n; i++) {
+    char changed[2][VG_SCHED_NAME_MAX * 2];
+    ext_store_apply(store, true, false, objs[i], changed);
+    json_object_put(objs[i]);
+  }
+  free(objs);
+}
+
+void ext_pending_free(struct vg_ext *x) {
+  while (x->npending > 0) pending_del(x, x->npending - 1);
+  free(x->pending);
+  x->pending = NULL;
+  x->cap_pending = 0;
 }
 
 struct node_view *ext_base_view(const char *inventory, char *why, size_t len) {

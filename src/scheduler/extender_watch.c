@@ -106,7 +106,8 @@ static void warm(struct ext_watch *w) {
   size_t n = ext_store_names(s, &names);
   for (size_t i = 0; i < n; i++) {
     char why[256];
-    if (!w->stop) ext_with_view(x, names[i], NULL, NULL, false, nothing, NULL, why, sizeof(why));
+    if (!w->stop)
+      ext_with_view(x, names[i], NULL, NULL, EXT_CACHED, nothing, NULL, why, sizeof(why));
     free(names[i]);
   }
   free(names);
@@ -147,6 +148,7 @@ static int list_all(struct watcher *r, char *rv, size_t len, struct vg_err *err)
   }
   int n = ext_store_reset(r->w->store, r->pod, list);
   json_object_put(list);
+  if (r->pod) ext_pending_reapply(r->w->x, r->w->store); /* the list may predate our binds */
   vg_debug("listed %d %s at resourceVersion %s", n, r->what, rv);
   return 0;
 }

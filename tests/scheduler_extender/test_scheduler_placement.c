@@ -263,12 +263,38 @@ static void test_bind_writes_policy_pick(void **s) {
   free(a);
 }
 
+/* While the watches are synced, bind reads only the Pod from the API: the
+ * node's view comes from the store, which holds our own binds from the
+ * moment they succeed (before, each bind also read the Node and listed the
+ * node's pods: a list every pod of the cluster is scanned for in etcd). The
+ * second bind still sees the first: the GPU is not handed out twice. */
+static void test_bind_reads_store(void **s) {
+  (void)s;
+  add_node_alloc("solo", 1, "64", "256Gi");
+  for (int i = 0; i < 2; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "solo-%d", i);
+    char *p = pod_req_json(name, REQ, SHARE("60"), NULL, NULL, NULL);
+    ext_admin("/_test/pods", p);
+    free(p);
+  }
+  long before = ext_api_gets();
+  json_object *res = ext_bind("solo-0", "solo");
+  assert_string_equal(ext_bind_error(res), "");
+  json_object_put(res);
+  assert_int_equal(ext_api_gets() - before, 1); /* GET the pod */
+  res = ext_bind("solo-1", "solo");
+  ext_expect_contains(ext_bind_error(res), "needs 1 GPUs each with 60 percent");
+  json_object_put(res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_workload_learned),
       cmocka_unit_test(test_cpu_counted),
       cmocka_unit_test(test_ranks_keep_ties),
       cmocka_unit_test(test_bind_writes_policy_pick),
+      cmocka_unit_test(test_bind_reads_store),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
