@@ -290,10 +290,8 @@ static void test_bind_reads_store(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_workload_learned),
-      cmocka_unit_test(test_cpu_counted),
-      cmocka_unit_test(test_ranks_keep_ties),
-      cmocka_unit_test(test_bind_writes_policy_pick),
+      cmocka_unit_test(test_workload_learned), cmocka_unit_test(test_cpu_counted),
+      cmocka_unit_test(test_ranks_keep_ties),  cmocka_unit_test(test_bind_writes_policy_pick),
       cmocka_unit_test(test_bind_reads_store),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
