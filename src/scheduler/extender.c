@@ -400,39 +400,39 @@ done:
   return status;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+struct ranked {
+  double score;
+  uint32_t tie; /* the node name's hash: equal scores in a fixed, arbitrary order */
+  int i;
+};
+
+static int by_score(const void *pa, const void *pb) {
+  const struct ranked *a = pa, *b = pb;
+  if (a->score != b->score) return a->score < b->score ? -1 : 1;
+  if (a->tie != b->tie) return a->tie < b->tie ? -1 : 1;
+  return a->i - b->i;
 }
 
-/* The answer's scores: each scored node's rank among the distinct policy
- * scores, lowest 1, times EXT_RANK_STEP; a node that fits but was not
- * scored, 0. Ranks keep the policy's order and its ties exactly (0..10
- * made ties of near scores); the step makes one rank outweigh everything
- * kube-scheduler's own score plugins can add (docs/scheduler.md). */
-static void rank_scores(const double *score, int n, long long *out) {
-  double *sorted = malloc(((size_t)n + 1) * sizeof(double));
+/* The answer's scores: each scored node's rank by the policy's score, lowest
+ * 1, times EXT_RANK_STEP; a node that fits but was not scored, 0. Equal
+ * scores are ordered by a hash of the node's name, as vgpu-replay orders
+ * them by seeded node ranks: no two nodes tie, so kube-scheduler neither
+ * picks among them at random nor lets its own plugins choose (0..10, as
+ * before, made near scores tie). The step makes one rank outweigh what
+ * kube-scheduler's default score plugins can add (docs/scheduler.md). */
+static void rank_scores(const double *score, char **names, const int *first, int n,
+                        long long *out) {
+  struct ranked *r = malloc(((size_t)n + 1) * sizeof(*r));
   int k = 0;
-  for (int i = 0; sorted && i < n; i++)
-    if (!isnan(score[i])) sorted[k++] = score[i];
-  if (sorted) qsort(sorted, (size_t)k, sizeof(double), cmp_double);
-  int distinct = 0;
-  for (int i = 0; i < k; i++)
-    if (distinct == 0 || sorted[i] != sorted[distinct - 1]) sorted[distinct++] = sorted[i];
   for (int i = 0; i < n; i++) {
     out[i] = 0;
-    if (isnan(score[i]) || !sorted) continue;
-    int lo = 0, hi = distinct - 1; /* score[i] is in sorted[0..distinct) */
-    while (lo < hi) {
-      int mid = (lo + hi) / 2;
-      if (sorted[mid] < score[i])
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    out[i] = (long long)(lo + 1) * EXT_RANK_STEP;
+    if (r && !isnan(score[i]) && first[i] == i)
+      r[k++] = (struct ranked){score[i], ext_hash(names[i]), i};
   }
-  free(sorted);
+  if (r) qsort(r, (size_t)k, sizeof(*r), by_score);
+  for (int j = 0; j < k; j++) out[r[j].i] = (long long)(j + 1) * EXT_RANK_STEP;
+  for (int i = 0; i < n; i++) out[i] = out[first[i]]; /* a name given twice: its first answer */
+  free(r);
 }
 
 /* The policy's score of every fitting candidate (NAN: not scored). */
@@ -487,7 +487,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **
     goto done;
   }
   score_candidates(x, &req, &cs, &ev, score);
-  rank_scores(score, cs.n, ranked);
+  rank_scores(score, cs.names, ev.first, cs.n, ranked);
   struct ext_out o = {0};
   ext_out_lit(&o, "[");
   for (int i = 0; i < cs.n; i++) {

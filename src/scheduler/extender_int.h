@@ -323,11 +323,11 @@ void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, i
 /* The inventory annotation's text -> v (nothing used yet). */
 int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 
-/* Prioritize answers each node's rank among the policy's distinct scores
- * times this: kube-scheduler multiplies it by 10 (MaxNodeScore /
- * MaxExtenderPriority) and the weight, so one rank is 1,000 points, more
- * than kube-scheduler's default score plugins can add between two nodes
- * (at most 800; NodePreferAvoidPods, an operator's explicit wish, aside). */
+/* Prioritize answers each node's rank by the policy's score times this:
+ * kube-scheduler multiplies it by 10 (MaxNodeScore / MaxExtenderPriority)
+ * and the weight, so one rank is 1,000 points, more than kube-scheduler's
+ * default score plugins can add between two nodes (at most 900;
+ * NodePreferAvoidPods, an operator's explicit wish, aside). */
 #define EXT_RANK_STEP 100
 
 /* ---- the learned target workload (extender_workload.c) ---- */

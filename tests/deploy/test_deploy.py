@@ -279,16 +279,10 @@ def check_scheduler(objs, config):
           "extender verbs filter/prioritize/bind")
     check(e["nodeCacheCapable"] is True, "nodeCacheCapable")
     managed = {r["name"]: r for r in e["managedResources"]}
-    check(set(managed) == ALL_GPU_RESOURCES | {"cpu", "memory"},
-          "managedResources: %s" % sorted(managed))
-    check(all(r["ignoredByScheduler"] is (r["name"] not in ("cpu", "memory"))
-              for r in managed.values()),
-          "every GPU resource ignoredByScheduler, cpu and memory counted by kube-scheduler")
+    check(set(managed) == ALL_GPU_RESOURCES, "managedResources: %s" % sorted(managed))
+    check(all(r["ignoredByScheduler"] is True for r in managed.values()),
+          "every managed resource ignoredByScheduler")
     check(sc.get("percentageOfNodesToScore") == 100, "every node filtered and scored")
-    (profile,) = sc["profiles"]
-    off = {p["name"] for p in profile.get("plugins", {}).get("score", {}).get("disabled", [])}
-    check(off == {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality"},
-          "score plugins that judge resources by their own rule are off: %s" % sorted(off))
     mine = dialect_resources(config)
     check(mine and mine <= set(managed), "overlay resources %s are managed" % sorted(mine))
 

@@ -55,13 +55,6 @@ def scheduler_config_v1beta1():
     with open(os.path.join(ROOT, "deploy", "base", "scheduler-config.yaml")) as f:
         cfg = yaml.safe_load(f)
     cfg["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1"
-    # v1beta1's least-allocated scoring is its own plugin (v1 made it a
-    # strategy of NodeResourcesFit's score).
-    for profile in cfg.get("profiles", []):
-        disabled = profile.get("plugins", {}).get("score", {}).get("disabled", [])
-        for plugin in disabled:
-            if plugin.get("name") == "NodeResourcesFit":
-                plugin["name"] = "NodeResourcesLeastAllocated"
     return cfg
 
 
