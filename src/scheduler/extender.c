@@ -464,6 +464,9 @@ static void score_candidates(struct vg_ext *x, const struct pod_req *req,
   ext_model_end(&m);
 }
 
+static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req *req,
+                        const struct candidates *cs, const long long *ranked);
+
 static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
@@ -488,6 +491,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **
   }
   score_candidates(x, &req, &cs, &ev, score);
   rank_scores(score, cs.names, ev.first, cs.n, ranked);
+  if (!ev.refused) reserve_top(x, ext_get(root, "Pod"), &req, &cs, ranked);
   struct ext_out o = {0};
   ext_out_lit(&o, "[");
   for (int i = 0; i < cs.n; i++) {
@@ -541,22 +545,41 @@ static void note_bound(struct vg_ext *x, struct node_entry *e, const char *ns, c
   pthread_mutex_lock(&x->lock);
   struct ext_store *store = ext_synced_store(x);
   pthread_mutex_unlock(&x->lock);
-  json_object *bound = NULL;
-  if (store && json_object_deep_copy(pod, &bound, NULL) == 0) {
-    json_object *spec = ext_get(bound, "spec"), *meta = ext_get(bound, "metadata");
-    json_object *ann = ext_get(meta, "annotations");
-    if (spec) json_object_object_add(spec, "nodeName", json_object_new_string(e->name));
-    if (meta && !ann) json_object_object_add(meta, "annotations", ann = json_object_new_object());
-    if (annotations && ann) {
-      json_object_object_foreach(annotations, k, v)
-          json_object_object_add(ann, k, json_object_get(v));
-    }
-    char changed[2][VG_SCHED_NAME_MAX * 2];
-    if (spec && ann) ext_store_apply(store, true, false, bound, changed);
-    if (!spec || !ann) json_object_put(bound), bound = NULL;
-  }
+  json_object *bound = store ? ext_pod_as_bound(pod, e->name, annotations) : NULL;
+  char changed[2][VG_SCHED_NAME_MAX * 2];
+  if (bound) ext_store_apply(store, true, false, bound, changed);
   ext_pending_add(x, e, key, bound);
   json_object_put(bound);
+}
+
+/* The vgpu.io/assigned object for req on node's view v: the fit, then the
+ * node policy's GPUs where the pod leaves the choice to it; NULL with why. */
+static json_object *assign_on(struct vg_ext *x, const char *node, const struct pod_req *req,
+                              const struct node_view *v, char *why, size_t len) {
+  ext_picks picks;
+  if (!ext_pod_fits(req, v, picks, why, len)) return NULL;
+  policy_pick(x, node, req, v, picks);
+  struct vg_err err = {{0}};
+  json_object *a = ext_assignment(node, req, v, picks, &err);
+  if (!a) snprintf(why, len, "%s", err.msg);
+  return a;
+}
+
+/* Reserves for the pod on the node prioritize ranked first (the one
+ * kube-scheduler will bind: extender_reserve.c) what bind would write. */
+static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req *req,
+                        const struct candidates *cs, const long long *ranked) {
+  int top = -1;
+  for (int i = 0; i < cs->n; i++)
+    if (ranked[i] > 0 && (top < 0 || ranked[i] > ranked[top])) top = i;
+  if (top < 0 || req->n == 0) return;
+  struct node_view v;
+  char why[512];
+  if (ext_node_view(x, cs->names[top], cs->objs[top], EXT_CACHED, &v, why, sizeof(why)) != 0)
+    return;
+  json_object *a = assign_on(x, cs->names[top], req, &v, why, sizeof(why));
+  if (a) ext_reserve(x, pod, cs->names[top], a);
+  json_object_put(a);
 }
 
 static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
@@ -605,17 +628,14 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   }
   if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
   /* Already bound: no placement; the API server's 409 says so. */
+  char key[EXT_POD_KEY_MAX];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
+  ext_unreserve(x, key); /* its own reservation must not count against it */
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
-    ext_picks picks;
     if (ext_node_view(x, node, NULL, EXT_CURRENT, &v, why, sizeof(why)) != 0) goto done;
-    if (!ext_pod_fits(&req, &v, picks, why, sizeof(why))) goto done;
-    policy_pick(x, node, &req, &v, picks);
-    json_object *a = ext_assignment(node, &req, &v, picks, &err);
-    if (a == NULL) {
-      snprintf(why, sizeof(why), "%s", err.msg);
-      goto done;
-    }
+    json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
+    if (a == NULL) goto done;
     annotations = json_object_new_object();
     json_object_object_add(
         annotations, VG_ANN_ASSIGNED,
@@ -701,6 +721,7 @@ void vg_ext_free(struct vg_ext *x) {
   }
   ext_forget_bad_pods(x);
   ext_pending_free(x);
+  ext_reservations_free(x);
   ext_learner_free(x->learner);
   vg_cluster_free(&x->models);
   pthread_mutex_destroy(&x->lock);

@@ -148,9 +148,10 @@ struct node_entry {
 
 #define EXT_BUCKETS 4096 /* node entries are looked up once per candidate per verb */
 
-struct ext_watch;   /* extender_watch.c */
-struct ext_store;   /* extender_store.c */
-struct ext_pending; /* extender_view.c */
+struct ext_watch;       /* extender_watch.c */
+struct ext_store;       /* extender_store.c */
+struct ext_pending;     /* extender_view.c */
+struct ext_reservation; /* extender_reserve.c */
 
 /* ---- the watch-fed store (extender_store.c) ---- */
 
@@ -162,6 +163,9 @@ int ext_store_reset(struct ext_store *s, bool pods, json_object *list);
  * change; changed[] then names the nodes whose views do ("" = none). */
 bool ext_store_apply(struct ext_store *s, bool pod, bool deleted, json_object *obj,
                      char changed[2][VG_SCHED_NAME_MAX * 2]);
+/* Drops the Pod obj names if the store still holds obj itself for it (not
+ * a newer object); true when it did. */
+bool ext_store_drop_if(struct ext_store *s, json_object *obj);
 /* The readers below run between ext_store_read and ext_store_done (a read
  * lock); what they lend lives until ext_store_done. */
 void ext_store_read(struct ext_store *s);
@@ -238,6 +242,9 @@ struct vg_ext {
   /* Binds waiting for their watch event (node_entry.pending), under lock. */
   struct ext_pending *pending;
   int npending, cap_pending;
+  /* What prioritize reserved on the node it ranked first, under lock. */
+  struct ext_reservation *reserved;
+  int nreserved, cap_reserved;
   struct ext_resizer *resizer; /* NULL unless vg_ext_resize_start */
   pthread_mutex_t lock;        /* nodes list, buckets and cached views */
   struct node_entry *nodes;
@@ -329,6 +336,18 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
  * default score plugins can add between two nodes (at most 900;
  * NodePreferAvoidPods, an operator's explicit wish, aside). */
 #define EXT_RANK_STEP 100
+
+/* ---- between prioritize and bind (extender_reserve.c) ---- */
+
+/* A deep copy of pod bound to node, with annotations (an object, or NULL)
+ * added; NULL when pod has no spec or out of memory. */
+json_object *ext_pod_as_bound(json_object *pod, const char *node, json_object *annotations);
+/* Puts pod into the store as bound to node with assignment (the
+ * vgpu.io/assigned object), until its bind or EXT_RESERVE_MS. */
+void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *assignment);
+/* Drops the reservation of pod key ("namespace/name"), if any. */
+void ext_unreserve(struct vg_ext *x, const char *key);
+void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 
 /* ---- the learned target workload (extender_workload.c) ---- */
 

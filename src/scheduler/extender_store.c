@@ -361,6 +361,17 @@ bool ext_store_apply(struct ext_store *s, bool pod, bool deleted, json_object *o
   return any;
 }
 
+bool ext_store_drop_if(struct ext_store *s, json_object *obj) {
+  char key[EXT_POD_KEY_MAX];
+  if (!ext_pod_key(obj, key, sizeof(key))) return false;
+  pthread_rwlock_wrlock(&s->lock);
+  struct spod *p = (struct spod *)smap_get(&s->pods, key);
+  bool drop = p && p->obj == obj;
+  if (drop) pod_del(s, p);
+  pthread_rwlock_unlock(&s->lock);
+  return drop;
+}
+
 void ext_store_read(struct ext_store *s) { pthread_rwlock_rdlock(&s->lock); }
 void ext_store_done(struct ext_store *s) { pthread_rwlock_unlock(&s->lock); }
 

@@ -113,6 +113,7 @@ static int setup(void **state) {
   add_node_alloc("twin-b", 2, "64", "256Gi");
   add_pick_node("pick");
   add_pick_node("pick2");
+  add_pick_node("pick-rank");
   return 0;
 }
 
@@ -186,13 +187,13 @@ static void test_ranks_no_ties(void **s) {
   (void)s;
   json_object *res = call("/prioritize", "rank-probe", SHARE("20"),
                           "\"vgpu.io/node-scheduler-policy\":\"binpack\"",
-                          "\"twin-a\",\"pick\",\"twin-b\",\"twin-a\"");
+                          "\"twin-a\",\"pick-rank\",\"twin-b\",\"twin-a\"");
   printf("prioritize: %s\n", json_object_to_json_string(res));
   /* The same GPUs, the same policy score: still two ranks (by name hash),
    * so kube-scheduler's own plugins cannot choose between them. */
   int a = ext_score(res, "twin-a"), b = ext_score(res, "twin-b");
   assert_true((a == 100 && b == 200) || (a == 200 && b == 100));
-  assert_int_equal(ext_score(res, "pick"), 300); /* binpack: the fuller node */
+  assert_int_equal(ext_score(res, "pick-rank"), 300); /* binpack: the fuller node */
   /* A name given twice is answered the same both times. */
   assert_int_equal(
       json_object_get_int(json_object_object_get(json_object_array_get_idx(res, 3), "Score")), a);
@@ -293,11 +294,37 @@ static void test_bind_reads_store(void **s) {
   json_object_put(res);
 }
 
+/* Prioritize reserves what bind will write on the node it ranked first:
+ * the next pod's filter already sees it (kube-scheduler filters the next
+ * pod while this one's bind is in flight), and the pod's own bind does not
+ * count it twice. */
+static void test_prioritize_reserves(void **s) {
+  (void)s;
+  add_node_alloc("resv", 1, "64", "256Gi");
+  char *p = pod_req_json("resv-a", REQ, SHARE("60"), NULL, NULL, NULL);
+  ext_admin("/_test/pods", p);
+  free(p);
+  json_object *res = call("/prioritize", "resv-a", SHARE("60"), NULL, "\"resv\"");
+  assert_int_equal(ext_score(res, "resv"), 100);
+  json_object_put(res);
+  /* Another 60 % share no longer fits: resv-a holds 60 % until its bind. */
+  res = call("/filter", "resv-b", SHARE("60"), NULL, "\"resv\"");
+  assert_false(ext_has_name(res, "resv"));
+  ext_expect_contains(ext_failed_reason(res, "resv"), "needs 1 GPUs each with 60 percent");
+  json_object_put(res);
+  res = ext_bind("resv-a", "resv");
+  assert_string_equal(ext_bind_error(res), "");
+  json_object_put(res);
+  char *a = ext_assigned("resv-a");
+  ext_expect_contains(a, "\"uuid\":\"GPU-resv-0\"");
+  free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_workload_learned), cmocka_unit_test(test_cpu_counted),
       cmocka_unit_test(test_ranks_no_ties),    cmocka_unit_test(test_bind_writes_policy_pick),
-      cmocka_unit_test(test_bind_reads_store),
+      cmocka_unit_test(test_bind_reads_store), cmocka_unit_test(test_prioritize_reserves),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
