@@ -4,6 +4,7 @@
 # scratch folder $tmp removed on exit; fail WHY (counted); finish NAME (the
 # last line and the exit status).
 set -uo pipefail
+# shellcheck disable=SC2034 # used by the sourcing test
 replay=$1/bin/vgpu-replay
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

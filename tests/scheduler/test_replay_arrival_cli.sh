@@ -73,6 +73,7 @@ refused "--in-order places --pods as given" --in-order --seeds 1 --write-arrival
 refused "bad --node-count 'x' (1 or more nodes)" --node-count x
 refused "bad --node-count '0' (1 or more nodes)" --node-count 0
 err=$(run --seeds 1 --node-count 11 2>&1 >/dev/null)
-[ $? -eq 1 ] && grep -qF "a subset of 11 nodes of a cluster of 10" <<<"$err" || fail "--node-count 11: '$err'"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -qF "a subset of 11 nodes of a cluster of 10" <<<"$err"; then fail "--node-count 11: exit $rc, '$err'"; fi
 
 finish test_replay_arrival_cli
