@@ -316,6 +316,9 @@ def main():
     try:
         for seed in seeds:
             results.append(one_seed(args, seed, args.state))
+    except KeyboardInterrupt as e:
+        log("interrupted (%s): everything started was stopped" % (e or "Ctrl-C"))
+        return 130
     finally:
         shutil.rmtree(args.state, ignore_errors=True)
     return report(args, results)
