@@ -136,8 +136,8 @@ def node_object(index, row):
             "pods": "1000", RESOURCE: str(int(row["gpu"]) * SLICES)}
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {LABEL: "true", "kubernetes.io/hostname": name,
-                                                  "vgpu.io/gpu": "true"},
+            # Not vgpu.io/gpu=true: the device plugin's DaemonSet would follow it (the e2e's).
+            "metadata": {"name": name, "labels": {LABEL: "true", "kubernetes.io/hostname": name},
                          "annotations": {"vgpu.io/gpu-inventory": json.dumps(
                              inventory(name, index, row), separators=(",", ":"))}},
             "status": {"capacity": have, "allocatable": have,
