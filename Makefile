@@ -17,6 +17,10 @@
 #   make bench-replay    placement quality on the Alibaba GPU trace, every policy, and on the
 #                        workload families made from it (bench/replay.sh, bench/families.sh)
 #   make bench-extender  vgpu-scheduler filter+prioritize latency over the 1,213-node cluster (bench/)
+#   make bench-kube      the trace through the real kube-scheduler 1.20.2 + vgpu-scheduler beside
+#                        in-process vgpu and fgd on the same pods (bench/kube-replay.sh; needs root):
+#                        KUBE_BENCH_NODES (default "100 400"), KUBE_BENCH_SEEDS (42-44),
+#                        KUBE_BENCH_TRACE (default)
 #   make bench-load      the HTTP servers under load on 127.0.0.1: 10,000 idle connections, 2,000
 #                        simultaneous /filter calls, /healthz beside idle ones, peak RSS (bench/load.sh)
 #   make soak      an hour of pod churn on the e2e cluster: leaks, RSS, grants (bench/soak.sh)
@@ -25,7 +29,7 @@
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-load soak fuzz fuzz-smoke format clean
+.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-kube bench-load soak fuzz fuzz-smoke format clean
 
 all: build
 
@@ -103,6 +107,14 @@ bench-replay: build
 
 bench-extender: build
 	@/usr/bin/python3 bench/extender_latency.py
+
+KUBE_BENCH_NODES ?= 100 400
+KUBE_BENCH_SEEDS ?= 42-44
+KUBE_BENCH_TRACE ?= default
+bench-kube: build
+	@for n in $(KUBE_BENCH_NODES); do \
+	  bash bench/kube-replay.sh --nodes $$n --seeds $(KUBE_BENCH_SEEDS) --trace $(KUBE_BENCH_TRACE) || exit 1; \
+	done
 
 bench-load: build
 	@bash bench/load.sh

@@ -6,6 +6,11 @@
 #
 #   cluster.sh up               down (if anything is left), then start everything; waits until the
 #                               Node is Ready and untainted and `default` has its ServiceAccount
+#   cluster.sh up-control-plane  down (if anything is left), then etcd and kube-apiserver only (the
+#                               PKI, admin and scheduler kubeconfigs): no kubelet, containerd,
+#                               controller-manager, and nothing changed on the host; for benches
+#                               that create kubelet-less Nodes (bench/kube-replay.sh). Add
+#                               kube-scheduler with restart-scheduler; `down` stops it all
 #   cluster.sh down             stop what `up` started (by recorded pid only), unmount, remove the
 #                               bridge and the state dir; safe to run twice or after a failed up
 #   cluster.sh env              shell `export` lines for tests: eval "$(cluster.sh env)"
@@ -165,6 +170,10 @@ wait_node_ready() {
 
 # ---- verbs ----
 
+# A marker in the state dir: this cluster changed nothing on the host, so down must not undo the
+# host setup (another cluster's, perhaps: the bridge, the DNAT rule and the cgroup have fixed names).
+CONTROL_PLANE_ONLY=control-plane-only
+
 cluster_up() {
   local start=$SECONDS
   check_inputs
@@ -192,6 +201,21 @@ cluster_up() {
   e2e_log "cluster up in $((SECONDS - start)) s; use: eval \"\$($0 env)\""
 }
 
+control_plane_up() {
+  local start=$SECONDS
+  "$E2E_DIR/deps.sh"
+  "$E2E_DIR/build-k8s.sh" >/dev/null
+  [ ! -d "$E2E_STATE" ] || cluster_down
+  e2e_log "starting a control plane in $E2E_STATE"
+  mkdir -p "$E2E_STATE" "$LOGS" "$PIDS"
+  : >"$E2E_STATE/$CONTROL_PLANE_ONLY"
+  make_pki
+  for k in admin scheduler; do make_kubeconfig "$k"; done
+  start_etcd
+  start_apiserver
+  e2e_log "control plane up in $((SECONDS - start)) s; admin kubeconfig $ADMIN_KUBECONFIG"
+}
+
 cluster_down() {
   if [ ! -d "$E2E_STATE" ]; then
     e2e_log "no cluster state at $E2E_STATE: nothing to stop"
@@ -206,7 +230,7 @@ cluster_down() {
   stop_proc docker-registry
   stop_proc kube-apiserver
   stop_proc etcd
-  host_teardown
+  [ -f "$E2E_STATE/$CONTROL_PLANE_ONLY" ] || host_teardown
   rm -rf "$E2E_STATE"
   e2e_log "cluster down in $((SECONDS - start)) s"
 }
@@ -260,6 +284,7 @@ cluster_status() {
 main() {
   case ${1:-} in
     up) e2e_need_root "cluster.sh up" && cluster_up ;;
+    up-control-plane) e2e_need_root "cluster.sh up-control-plane" && control_plane_up ;;
     down) e2e_need_root "cluster.sh down" && cluster_down ;;
     env) cluster_env ;;
     restart-kubelet) e2e_need_root "cluster.sh restart-kubelet" && restart_kubelet ;;

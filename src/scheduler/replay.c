@@ -4,6 +4,12 @@
  * cluster's GPU capacity, every pod tried once (a failure is dropped, never
  * retried, nothing is deleted), and after every pod the unallocated GPU % is
  * recorded against the arrived GPU % (failed pods count as arrived).
+ *
+ * For the real scheduler's benchmark (bench/kube-replay.sh) the same run is
+ * cut apart: a seeded node subset, the arrival list one seed places (its
+ * order, shares rounded to whole percents, cut at 100 % of capacity), and
+ * a given list placed exactly in its order, so that kube-scheduler and this
+ * model can be given the very same pods and nodes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -91,30 +97,106 @@ static void run_pods(struct vg_sched *s, const struct vg_pod *order, int n, int6
     double unalloc = 100.0 - 100.0 * (double)used / (double)cap;
     if (x >= 0 && x <= VG_REPLAY_MAX_X) sum[x] += unalloc, cnt[x]++;
     res->final_unallocated = unalloc;
+    res->final_arrived = 100.0 * (double)arrived / (double)cap;
   }
   finish_curve(sum, cnt, res);
+}
+
+/* The run's order, drawn from rng: shuffled and tuned to tune x capacity. */
+static int seeded_order(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                        double tune, struct vg_rng *rng, struct vg_pod **out, struct vg_err *err) {
+  int64_t cap = vg_cluster_gpu_capacity(c);
+  if (cap == 0) return vg_err_set(err, "the cluster has no GPUs");
+  return tuned_order(pods, npods, (int64_t)llround(tune * (double)cap), rng, out, err);
+}
+
+/* Places order[0..n) on a copy of c with ranks drawn from rng. */
+static int place_all(const struct vg_cluster *c, const struct vg_pod *order, int n,
+                     const struct vg_workload *w, const struct vg_policy *policy,
+                     struct vg_rng *rng, struct vg_replay_result *res, struct vg_err *err) {
+  struct vg_cluster run;
+  struct vg_sched s;
+  if (vg_cluster_copy(&run, c, err)) return -1;
+  seed_ranks(&run, rng);
+  if (vg_sched_init(&s, &run, policy, w, err)) return vg_cluster_free(&run), -1;
+  res->pods = n;
+  run_pods(&s, order, n, vg_cluster_gpu_capacity(c), res);
+  vg_sched_free(&s);
+  vg_cluster_free(&run);
+  return 0;
 }
 
 int vg_replay_run(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
                   const struct vg_workload *w, const struct vg_policy *policy, uint64_t seed,
                   double tune, struct vg_replay_result *res, struct vg_err *err) {
-  struct vg_cluster run;
-  struct vg_sched s;
   struct vg_pod *order = NULL;
   struct vg_rng rng;
   memset(res, 0, sizeof(*res));
   vg_rng_seed(&rng, seed);
-  int64_t cap = vg_cluster_gpu_capacity(c);
-  if (cap == 0) return vg_err_set(err, "the cluster has no GPUs");
-  int n = tuned_order(pods, npods, (int64_t)llround(tune * (double)cap), &rng, &order, err);
+  int n = seeded_order(c, pods, npods, tune, &rng, &order, err);
   if (n < 0) return -1;
-  if (vg_cluster_copy(&run, c, err)) return free(order), -1;
-  seed_ranks(&run, &rng);
-  if (vg_sched_init(&s, &run, policy, w, err)) return vg_cluster_free(&run), free(order), -1;
-  res->pods = n;
-  run_pods(&s, order, n, cap, res);
-  vg_sched_free(&s);
-  vg_cluster_free(&run);
+  int rc = place_all(c, order, n, w, policy, &rng, res, err);
   free(order);
+  return rc;
+}
+
+int vg_replay_in_order(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                       const struct vg_workload *w, const struct vg_policy *policy, uint64_t seed,
+                       struct vg_replay_result *res, struct vg_err *err) {
+  struct vg_rng rng;
+  memset(res, 0, sizeof(*res));
+  if (vg_cluster_gpu_capacity(c) == 0) return vg_err_set(err, "the cluster has no GPUs");
+  vg_rng_seed(&rng, seed);
+  return place_all(c, pods, npods, w, policy, &rng, res, err);
+}
+
+int vg_replay_order(const struct vg_cluster *c, const struct vg_pod *pods, int npods, uint64_t seed,
+                    double tune, struct vg_pod **out, struct vg_err *err) {
+  struct vg_rng rng;
+  vg_rng_seed(&rng, seed);
+  *out = NULL;
+  return seeded_order(c, pods, npods, tune, &rng, out, err);
+}
+
+void vg_pod_round_share(struct vg_pod *p) {
+  if (vg_pod_is_share(p)) p->gpu_milli = (p->gpu_milli + 9) / 10 * 10;
+}
+
+int vg_replay_arrival(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                      uint64_t seed, double tune, struct vg_pod **out, int *nout,
+                      struct vg_err *err) {
+  int n = vg_replay_order(c, pods, npods, seed, tune, out, err);
+  if (n < 0) return -1;
+  int64_t cap = vg_cluster_gpu_capacity(c), arrived = 0;
+  int k = 0;
+  while (k < n && arrived < cap) {
+    vg_pod_round_share(&(*out)[k]);
+    arrived += gpu_req(&(*out)[k++]);
+  }
+  *nout = k;
   return 0;
+}
+
+int vg_cluster_subset(struct vg_cluster *dst, const struct vg_cluster *c, int n, uint64_t seed,
+                      struct vg_err *err) {
+  vg_cluster_init(dst);
+  if (n < 1 || n > c->n)
+    return vg_err_set(err, "a subset of %d nodes of a cluster of %d: want 1 to %d", n, c->n, c->n);
+  int *idx = malloc((size_t)c->n * sizeof(*idx));
+  char *keep = calloc((size_t)c->n, 1);
+  if (!idx || !keep) return free(idx), free(keep), vg_err_set(err, "out of memory");
+  for (int i = 0; i < c->n; i++) idx[i] = i;
+  struct vg_rng rng;
+  vg_rng_seed(&rng, seed + VG_SUBSET_SALT);
+  vg_rng_shuffle(&rng, idx, c->n, sizeof(*idx));
+  for (int i = 0; i < n; i++) keep[idx[i]] = 1;
+  memcpy(dst->models, c->models, sizeof(dst->models));
+  dst->nmodels = c->nmodels;
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < c->n; i++)
+    if (keep[i] && vg_cluster_add_node(dst, &c->nodes[i], err) < 0) rc = -1;
+  free(idx);
+  free(keep);
+  if (rc) vg_cluster_free(dst);
+  return rc;
 }

@@ -24,6 +24,9 @@ int vg_trace_load_pods(const char *path, struct vg_cluster *c, struct vg_pod **p
  * readable by vg_trace_load_pods with the same cluster's model table. */
 int vg_trace_write_pods(const char *path, const struct vg_cluster *c, const struct vg_pod *pods,
                         int n, struct vg_err *err);
+/* Nodes to CSV (sn, cpu_milli, memory_mib, gpu, model), readable by
+ * vg_trace_load_nodes: the same nodes, in the same order. */
+int vg_trace_write_nodes(const char *path, const struct vg_cluster *c, struct vg_err *err);
 
 /* ---- seeded randomness (rng.c): splitmix64 ---- */
 struct vg_rng {
@@ -65,7 +68,31 @@ struct vg_replay_result {
   double unallocated_at_100;
   int pods, placed, failed;
   double final_unallocated; /* after the last pod */
+  double final_arrived;     /* arrived GPU % after the last pod */
 };
+
+/* A seeded subset of n of c's nodes (dst is initialised by the call): the
+ * first n of a Fisher-Yates permutation of c's nodes drawn with splitmix64
+ * from seed + VG_SUBSET_SALT (a stream of its own, so the pod order a seed
+ * draws is unchanged), kept in c's order, everything free; c's model table
+ * is kept whole, so pod model masks stay valid. */
+#define VG_SUBSET_SALT UINT64_C(0x6e6f6465) /* "node" */
+int vg_cluster_subset(struct vg_cluster *dst, const struct vg_cluster *c, int n, uint64_t seed,
+                      struct vg_err *err);
+/* The order vg_replay_run(seed, tune) places pods in: shuffled, then tuned
+ * to tune x c's GPU capacity. *out is malloc'd; returns the count or -1. */
+int vg_replay_order(const struct vg_cluster *c, const struct vg_pod *pods, int npods, uint64_t seed,
+                    double tune, struct vg_pod **out, struct vg_err *err);
+/* A share's per-GPU milli rounded up to a multiple of 10 (Kubernetes pods
+ * ask whole percents); other pods unchanged. */
+void vg_pod_round_share(struct vg_pod *p);
+/* The arrival list of one seed: vg_replay_order with every share rounded
+ * (vg_pod_round_share), cut after the first pod whose cumulative GPU
+ * request (num_gpu x gpu_milli) reaches 100 % of c's GPU capacity (all of
+ * it when it never does). *out is malloc'd. */
+int vg_replay_arrival(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                      uint64_t seed, double tune, struct vg_pod **out, int *nout,
+                      struct vg_err *err);
 
 /* One seeded run: shuffle pods, tune the workload to tune x GPU capacity
  * (clones drawn with replacement, or random removals), place every pod in
@@ -74,5 +101,11 @@ struct vg_replay_result {
 int vg_replay_run(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
                   const struct vg_workload *w, const struct vg_policy *policy, uint64_t seed,
                   double tune, struct vg_replay_result *res, struct vg_err *err);
+/* The given list placed exactly in its order: no shuffle, tuning or cut.
+ * The seed only draws the node ranks (ties). The curve is recorded as in
+ * vg_replay_run; final_unallocated is the figure after the last pod. */
+int vg_replay_in_order(const struct vg_cluster *c, const struct vg_pod *pods, int npods,
+                       const struct vg_workload *w, const struct vg_policy *policy, uint64_t seed,
+                       struct vg_replay_result *res, struct vg_err *err);
 
 #endif

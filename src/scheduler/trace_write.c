@@ -1,7 +1,8 @@
 /*
- * trace_write.c -- a pod list back to the trace's CSV form, so that a
- * generated workload family point (mix.c) can be kept, inspected, or fed to
- * another tool; vg_trace_load_pods reads it back unchanged.
+ * trace_write.c -- a pod list (or a node list) back to the trace's CSV
+ * form, so that a generated workload family point (mix.c), a seed's arrival
+ * list or node subset (replay.c) can be kept, inspected, or fed to another
+ * tool; vg_trace_load_pods / vg_trace_load_nodes read them back unchanged.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +29,19 @@ int vg_trace_write_pods(const char *path, const struct vg_cluster *c, const stru
     spec_of(c, pods[i].models, spec, sizeof(spec));
     fprintf(f, "pod-%05d,%lld,%lld,%d,%d,%s\n", i, (long long)pods[i].cpu, (long long)pods[i].mem,
             pods[i].num_gpu, pods[i].num_gpu ? pods[i].gpu_milli : 0, spec);
+  }
+  if (fclose(f) != 0) return vg_err_set(err, "%s: %s", path, strerror(errno));
+  return 0;
+}
+
+int vg_trace_write_nodes(const char *path, const struct vg_cluster *c, struct vg_err *err) {
+  FILE *f = fopen(path, "w");
+  if (!f) return vg_err_set(err, "%s: %s", path, strerror(errno));
+  fprintf(f, "sn,cpu_milli,memory_mib,gpu,model\n");
+  for (int i = 0; i < c->n; i++) {
+    const struct vg_node *n = &c->nodes[i];
+    fprintf(f, "%s,%lld,%lld,%d,%s\n", n->name, (long long)n->cpu_cap, (long long)n->mem_cap,
+            n->ngpu, n->model >= 0 ? c->models[n->model] : "");
   }
   if (fclose(f) != 0) return vg_err_set(err, "%s: %s", path, strerror(errno));
   return 0;

@@ -4,12 +4,8 @@
 # saves a list that replays to the same result, the same mix seed gives the
 # same list, and bad combinations are refused with a reason and exit 2.
 # usage: test_replay_mix_cli.sh BUILD_DIR
-set -uo pipefail
-replay=$1/bin/vgpu-replay
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=tests/scheduler/replay_cli.sh
+source "$(dirname "$0")/replay_cli.sh"
 
 printf 'sn,cpu_milli,memory_mib,gpu,model\n' >"$tmp/nodes.csv"
 for i in 0 1 2 3; do printf 'n%d,96000,393216,8,G2\n' "$i" >>"$tmp/nodes.csv"; done
@@ -84,5 +80,4 @@ if [ $rc -ne 1 ] || ! grep -qF "the pool has no model-constrained pods to draw f
   fail "gpuspec without constrained pods: exit $rc, '$out'"
 fi
 
-[ $failures -eq 0 ] && echo "test_replay_mix_cli: all passed"
-exit $((failures > 0))
+finish test_replay_mix_cli

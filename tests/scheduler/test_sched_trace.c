@@ -1,5 +1,7 @@
 /* test_sched_trace.c -- the trace CSV loader's errors (file:line and why)
- * and tiny replays whose outcome is known exactly. */
+ * and tiny replays whose outcome is known exactly; the pieces the real
+ * scheduler's benchmark is made of: node subsets, one seed's arrival list,
+ * a list placed in its order, nodes written back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +161,166 @@ static void test_replay_fgd_packs_shares(void **state) {
   vg_cluster_free(&c);
 }
 
+/* n nodes n0.. of one GPU each, CPU i+1 cores, alternately G2 and T4. */
+static void named_cluster(struct vg_cluster *c, int n) {
+  vg_cluster_init(c);
+  for (int i = 0; i < n; i++) {
+    struct vg_node node = {.cpu_cap = 1000 * (i + 1), .mem_cap = 4096, .ngpu = 1};
+    snprintf(node.name, sizeof(node.name), "n%d", i);
+    node.model = vg_cluster_model(c, i % 2 ? "T4" : "G2", NULL);
+    vg_cluster_add_node(c, &node, NULL);
+  }
+}
+
+/* Which of c's nodes sub holds, as a bit mask; sub keeps c's order. */
+static unsigned subset_mask(const struct vg_cluster *c, const struct vg_cluster *sub) {
+  unsigned mask = 0;
+  int last = -1;
+  for (int k = 0; k < sub->n; k++)
+    for (int i = 0; i < c->n; i++)
+      if (strcmp(c->nodes[i].name, sub->nodes[k].name) == 0) {
+        assert_true(i > last); /* in the list's order */
+        last = i;
+        mask |= 1u << i;
+        assert_int_equal(sub->nodes[k].cpu_cap, c->nodes[i].cpu_cap);
+        assert_int_equal(sub->nodes[k].cpu_free, c->nodes[i].cpu_cap);
+        assert_string_equal(sub->models[sub->nodes[k].model], c->models[c->nodes[i].model]);
+      }
+  return mask;
+}
+
+static void test_cluster_subset(void **state) {
+  (void)state;
+  struct vg_cluster c, sub, again;
+  struct vg_err err;
+  named_cluster(&c, 10);
+  unsigned first = 0, other = 0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    assert_int_equal(vg_cluster_subset(&sub, &c, 4, seed, NULL), 0);
+    assert_int_equal(sub.n, 4);
+    assert_int_equal(sub.nmodels, c.nmodels);
+    unsigned mask = subset_mask(&c, &sub);
+    assert_int_equal(__builtin_popcount(mask), 4);
+    assert_int_equal(vg_cluster_subset(&again, &c, 4, seed, NULL), 0);
+    assert_int_equal(subset_mask(&c, &again), mask); /* one seed, one subset */
+    if (seed == 1) first = mask;
+    if (mask != first) other++;
+    vg_cluster_free(&again);
+    vg_cluster_free(&sub);
+  }
+  assert_true(other > 0); /* seeds draw different subsets */
+  assert_int_equal(vg_cluster_subset(&sub, &c, 10, 7, NULL), 0);
+  assert_int_equal(subset_mask(&c, &sub), 0x3ffu);
+  vg_cluster_free(&sub);
+  assert_int_equal(vg_cluster_subset(&sub, &c, 11, 7, &err), -1);
+  assert_non_null(strstr(err.msg, "a subset of 11 nodes of a cluster of 10"));
+  assert_int_equal(vg_cluster_subset(&sub, &c, 0, 7, &err), -1);
+  vg_cluster_free(&c);
+}
+
+static void test_round_share(void **state) {
+  (void)state;
+  static const int in[] = {1, 9, 10, 11, 455, 460, 991, 995, 999};
+  static const int out[] = {10, 10, 10, 20, 460, 460, 1000, 1000, 1000};
+  for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+    struct vg_pod p = {1000, 0, 1, in[i], 0};
+    vg_pod_round_share(&p);
+    assert_int_equal(p.gpu_milli, out[i]);
+    assert_int_equal(p.num_gpu, 1);
+  }
+  struct vg_pod whole = {1000, 0, 2, 1000, 0}, cpu = {1000, 0, 0, 0, 0};
+  vg_pod_round_share(&whole);
+  vg_pod_round_share(&cpu);
+  assert_int_equal(whole.gpu_milli, 1000);
+  assert_int_equal(cpu.gpu_milli, 0);
+}
+
+/* The arrival list is the replay's own order, rounded, cut where the GPU
+ * request first reaches the capacity (10 one-GPU nodes: 10,000 milli). */
+static void test_arrival(void **state) {
+  (void)state;
+  struct vg_cluster c;
+  named_cluster(&c, 10);
+  struct vg_pod pods[6] = {{1000, 0, 1, 455, 0}, {1000, 0, 1, 995, 0}, {1000, 0, 1, 1000, 0},
+                           {2000, 0, 0, 0, 0},   {1000, 0, 1, 1, 0},   {1000, 0, 2, 1000, 0}};
+  for (uint64_t seed = 1; seed <= 10; seed++) {
+    struct vg_pod *order, *arr;
+    int n = vg_replay_order(&c, pods, 6, seed, 1.3, &order, NULL), na;
+    assert_true(n > 6);
+    assert_int_equal(vg_replay_arrival(&c, pods, 6, seed, 1.3, &arr, &na, NULL), 0);
+    assert_true(na > 0 && na <= n);
+    int64_t sum = 0;
+    for (int k = 0; k < na; k++) {
+      struct vg_pod want = order[k];
+      vg_pod_round_share(&want);
+      assert_memory_equal(&arr[k], &want, sizeof(want)); /* the replay's order */
+      if (arr[k].num_gpu == 1) assert_int_equal(arr[k].gpu_milli % 10, 0);
+      if (k == na - 1) assert_true(sum < 10000); /* not reached before the last */
+      sum += (int64_t)arr[k].num_gpu * arr[k].gpu_milli;
+    }
+    assert_true(sum >= 10000); /* reached at the last */
+    free(order);
+    free(arr);
+  }
+  vg_cluster_free(&c);
+}
+
+/* One node, one GPU: 400, 700, 600 in this order places 400 and 600 (full);
+ * 700, 400, 600 places only 700 (30 % left). No seed reorders them. */
+static void test_in_order(void **state) {
+  (void)state;
+  struct vg_cluster c;
+  tiny_cluster(&c, 1, 1);
+  struct vg_pod fills[3] = {{1000, 0, 1, 400, 0}, {1000, 0, 1, 700, 0}, {1000, 0, 1, 600, 0}};
+  struct vg_pod strands[3] = {{1000, 0, 1, 700, 0}, {1000, 0, 1, 400, 0}, {1000, 0, 1, 600, 0}};
+  struct vg_workload w;
+  assert_int_equal(vg_workload_build(&w, fills, 3, 95.0, NULL), 0);
+  struct vg_replay_result r;
+  for (uint64_t seed = 1; seed <= 10; seed++) {
+    for (int k = 0; k < 3; k++) {
+      const struct vg_policy *pol = vg_policy_find(k == 0 ? "vgpu" : k == 1 ? "fgd" : "bestfit");
+      assert_int_equal(vg_replay_in_order(&c, fills, 3, &w, pol, seed, &r, NULL), 0);
+      assert_int_equal(r.pods, 3);
+      assert_int_equal(r.placed, 2);
+      assert_true(r.final_unallocated == 0.0 && r.final_arrived == 170.0);
+      assert_int_equal(vg_replay_in_order(&c, strands, 3, &w, pol, seed, &r, NULL), 0);
+      assert_int_equal(r.placed, 1);
+      assert_true(fabs(r.final_unallocated - 30.0) < 1e-9);
+    }
+  }
+  assert_int_equal(c.nodes[0].gpu_free[0], 1000); /* the run works on a copy */
+  vg_workload_free(&w);
+  vg_cluster_free(&c);
+}
+
+static void test_write_nodes(void **state) {
+  (void)state;
+  struct vg_cluster c, back;
+  named_cluster(&c, 3);
+  struct vg_node cpu_only = {.name = "c0", .cpu_cap = 8000, .mem_cap = 1024, .model = -1};
+  vg_cluster_add_node(&c, &cpu_only, NULL);
+  strcpy(path, "/tmp/vg-sched-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(vg_trace_write_nodes(path, &c, NULL), 0);
+  vg_cluster_init(&back);
+  assert_int_equal(vg_trace_load_nodes(path, &back, NULL), 0);
+  unlink(path);
+  assert_int_equal(back.n, 4);
+  for (int i = 0; i < 4; i++) {
+    assert_string_equal(back.nodes[i].name, c.nodes[i].name);
+    assert_int_equal(back.nodes[i].cpu_cap, c.nodes[i].cpu_cap);
+    assert_int_equal(back.nodes[i].mem_cap, c.nodes[i].mem_cap);
+    assert_int_equal(back.nodes[i].ngpu, c.nodes[i].ngpu);
+    if (c.nodes[i].ngpu)
+      assert_string_equal(back.models[back.nodes[i].model], c.models[c.nodes[i].model]);
+  }
+  assert_int_equal(back.nodes[3].model, -1);
+  vg_cluster_free(&back);
+  vg_cluster_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_node_csv_errors),
@@ -166,6 +328,11 @@ int main(void) {
       cmocka_unit_test(test_load_trace),
       cmocka_unit_test(test_replay_whole_gpus),
       cmocka_unit_test(test_replay_fgd_packs_shares),
+      cmocka_unit_test(test_cluster_subset),
+      cmocka_unit_test(test_round_share),
+      cmocka_unit_test(test_arrival),
+      cmocka_unit_test(test_in_order),
+      cmocka_unit_test(test_write_nodes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
