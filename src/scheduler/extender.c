@@ -353,6 +353,31 @@ static void observe(struct vg_ext *x, const struct pod_req *req, struct evaluate
   ext_learner_observe(x->learner, ev->uid, &ev->seen);
 }
 
+static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req *req,
+                        const struct candidates *cs, const long long *ranked);
+
+/* kube-scheduler skips prioritize when one node fits (1.20's
+ * generic_scheduler): then filter's one node is where the pod goes, and
+ * what it will hold is reserved there (extender_reserve.c). Only when
+ * filter narrowed several candidates to one: a request naming one node is
+ * a probe as often as kube-scheduler's (kubectl vgpu, tests, other
+ * clients), and a reservation for a pod never bound holds its GPUs for
+ * EXT_RESERVE_MS. */
+static void reserve_sole_fit(struct vg_ext *x, json_object *root, const struct pod_req *req,
+                             const struct candidates *cs, const struct evaluated *ev) {
+  int sole = -1, fitting = 0, distinct = 0;
+  for (int i = 0; !ev->refused && i < cs->n; i++) {
+    distinct += ev->first[i] == i;
+    if (ev->fits[i] && ev->first[i] == i) sole = i, fitting++;
+  }
+  if (fitting != 1 || distinct < 2) return;
+  long long *ranked = calloc((size_t)cs->n + 1, sizeof(*ranked));
+  if (!ranked) return;
+  ranked[sole] = 1;
+  reserve_top(x, ext_get(root, "Pod"), req, cs, ranked);
+  free(ranked);
+}
+
 static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;
   struct pod_req req;
@@ -369,6 +394,7 @@ static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out)
     goto done;
   }
   observe(x, &req, &ev);
+  reserve_sole_fit(x, root, &req, &cs, &ev);
   pthread_mutex_lock(&x->lock);
   if (ev.refused) x->m.refused_pods++;
   for (int i = 0; !ev.refused && i < cs.n; i++)
@@ -463,9 +489,6 @@ static void score_candidates(struct vg_ext *x, const struct pod_req *req,
   }
   ext_model_end(&m);
 }
-
-static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req *req,
-                        const struct candidates *cs, const long long *ranked);
 
 static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **out) {
   json_object *root = NULL;

@@ -808,11 +808,15 @@ static void *bind_worker(void *arg) {
   return NULL;
 }
 
+/* Filters read cc's view while the binds change it. They ask more than cc's
+ * GPU holds: a pod that fits only cc would be reserved there (filter
+ * narrowing candidates to one reserves, extender_reserve.c) and take a
+ * bind's place. */
 static void *filter_worker(void *arg) {
   (void)arg;
   for (int i = 0; i < 5; i++)
     json_object_put(
-        filter("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"4096\"", NULL, "\"cc\",\"rr\""));
+        filter("\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"20480\"", NULL, "\"cc\",\"rr\""));
   return NULL;
 }
 

@@ -132,7 +132,8 @@ static void teach(int n) {
   for (int i = 0; i < n; i++) {
     char name[32];
     snprintf(name, sizeof(name), "teach-%d", i);
-    json_object_put(call("/filter", name, SHARE("60"), NULL, "\"twin-a\""));
+    /* Two nodes fit: a filter with one fitting node reserves it. */
+    json_object_put(call("/filter", name, SHARE("60"), NULL, "\"twin-a\",\"twin-b\""));
   }
 }
 
@@ -320,11 +321,33 @@ static void test_prioritize_reserves(void **s) {
   free(a);
 }
 
+/* kube-scheduler skips prioritize when one node fits: when filter narrows
+ * several candidates to one, it reserves there instead ("solo" is full
+ * after test_bind_reads_store). A request naming one node reserves nothing
+ * (a probe as often as kube-scheduler's). */
+static void test_sole_fit_reserves(void **s) {
+  (void)s;
+  add_node_alloc("resv-sole", 1, "64", "256Gi");
+  for (int i = 0; i < 3; i++) { /* one candidate: no reservation */
+    json_object *res = call("/filter", "probe", SHARE("60"), NULL, "\"resv-sole\"");
+    assert_true(ext_has_name(res, "resv-sole"));
+    json_object_put(res);
+  }
+  json_object *res = call("/filter", "sole-a", SHARE("60"), NULL, "\"resv-sole\",\"solo\"");
+  assert_true(ext_has_name(res, "resv-sole"));
+  assert_false(ext_has_name(res, "solo"));
+  json_object_put(res);
+  res = call("/filter", "sole-b", SHARE("60"), NULL, "\"resv-sole\",\"solo\"");
+  assert_false(ext_has_name(res, "resv-sole"));
+  json_object_put(res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_workload_learned), cmocka_unit_test(test_cpu_counted),
-      cmocka_unit_test(test_ranks_no_ties),    cmocka_unit_test(test_bind_writes_policy_pick),
-      cmocka_unit_test(test_bind_reads_store), cmocka_unit_test(test_prioritize_reserves),
+      cmocka_unit_test(test_workload_learned),  cmocka_unit_test(test_cpu_counted),
+      cmocka_unit_test(test_ranks_no_ties),     cmocka_unit_test(test_bind_writes_policy_pick),
+      cmocka_unit_test(test_bind_reads_store),  cmocka_unit_test(test_prioritize_reserves),
+      cmocka_unit_test(test_sole_fit_reserves),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
