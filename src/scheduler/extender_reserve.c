@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "extender_int.h"
+#include "log.h"
 
 #define EXT_RESERVE_MS 10000
 
@@ -80,6 +81,7 @@ void ext_unreserve(struct vg_ext *x, const char *key) {
   for (int i = 0; i < x->nreserved && !obj; i++)
     if (strcmp(x->reserved[i].key, key) == 0) take(x, i, &obj, node, sizeof(node));
   pthread_mutex_unlock(&x->lock);
+  if (obj) vg_debug("reservation of %s on %s dropped for its bind", key, node);
   if (obj) unstore(x, obj, node);
 }
 
@@ -148,6 +150,7 @@ void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_obje
   char changed[2][VG_SCHED_NAME_MAX * 2];
   if (kept) ext_store_apply(store, true, false, obj, changed);
   if (kept) ext_invalidate_known(x, node);
+  vg_debug("reserved %s on %s%s", key, node, kept ? "" : ": out of memory, not kept");
   json_object_put(obj);
 }
 
