@@ -245,6 +245,12 @@ static bool put_pod(struct ext_store *s, json_object *pod, bool deleted,
   if (!ext_pod_key(pod, key, sizeof(key))) return false;
   struct spod *p = (struct spod *)smap_get(&s->pods, key);
   const char *node = deleted ? NULL : holding_node(pod);
+  /* A pod the store holds as bound that an event shows unbound: the event
+   * is older than what we put here ourselves (a reservation or our own
+   * bind, extender_reserve.c): spec.nodeName never goes back once set.
+   * Deletion and finishing still remove it. */
+  const char *bound_to = ext_get_str(ext_get(pod, "spec"), "nodeName");
+  if (p && !deleted && (!bound_to || !bound_to[0])) return false;
   if (p && node && !p->obj && !holds_gpus(pod) && strcmp(p->on->e.key, node) == 0) {
     struct vg_cpu_mem r = requests_of(pod, key); /* a status update, most likely */
     if (r.cpu == p->req.cpu && r.mem == p->req.mem) return false;

@@ -308,6 +308,11 @@ static void test_prioritize_reserves(void **s) {
   json_object *res = call("/prioritize", "resv-a", SHARE("60"), NULL, "\"resv\"");
   assert_int_equal(ext_score(res, "resv"), 100);
   json_object_put(res);
+  /* An event about the unbound pod (its creation reaching the watch late,
+   * or a status update) does not undo the reservation. */
+  p = pod_req_json("resv-a", REQ, SHARE("60"), "\"touched\":\"yes\"", NULL, NULL);
+  ext_admin("/_test/pods", p);
+  free(p);
   /* Another 60 % share no longer fits: resv-a holds 60 % until its bind. */
   res = call("/filter", "resv-b", SHARE("60"), NULL, "\"resv\"");
   assert_false(ext_has_name(res, "resv"));
