@@ -157,6 +157,11 @@ def pod_object(index, row, ns):
                     "nvidia.com/gpumem-percentage": str(-(-milli // 10))})
     elif num:
         res.update({RESOURCE: str(num), "nvidia.com/gpucores": "100"})
+    elif os.environ.get("VGPU_KUBE_REPLAY_CPU_PODS") == "extender":
+        # An experiment, not how users send CPU pods: kube-scheduler asks an
+        # extender only about pods with one of its managedResources, and
+        # nvidia.com/gpu 0 is one that asks for nothing.
+        res.update({RESOURCE: "0"})
     ann = {"nvidia.com/use-gputype": row["gpu_spec"].replace("|", ",")} if row.get("gpu_spec") \
         else {}
     return {"apiVersion": "v1", "kind": "Pod",

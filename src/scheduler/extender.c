@@ -644,6 +644,8 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
     *out = json_error("out of memory");
     return 500;
   }
+  char key[EXT_POD_KEY_MAX];
+  snprintf(key, sizeof(key), "%s/%s", ns, name);
   pthread_mutex_lock(&e->bind_lock);
   if (vg_k8s_get_pod(x->client, ns, name, &pod, &err) != 0) {
     snprintf(why, sizeof(why), "%s", err.msg);
@@ -651,12 +653,12 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   }
   if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
   /* Already bound: no placement; the API server's 409 says so. */
-  char key[EXT_POD_KEY_MAX];
-  snprintf(key, sizeof(key), "%s/%s", ns, name);
-  ext_unreserve(x, key); /* its own reservation must not count against it */
+  /* Its own reservation must not count against it; it stays in the store
+   * until the pod as bound replaces it, so that no filter meanwhile sees
+   * the node without the pod (extender_reserve.c). */
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
-    if (ext_node_view(x, node, NULL, EXT_CURRENT, &v, why, sizeof(why)) != 0) goto done;
+    if (ext_bind_view(x, node, key, &v, why, sizeof(why)) != 0) goto done;
     json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
     if (a == NULL) goto done;
     annotations = json_object_new_object();
@@ -671,6 +673,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   if (rc == 0) note_bound(x, e, ns, name, pod, annotations);
   ext_invalidate(x, node);
 done:
+  ext_unreserve(x, key); /* after note_bound replaced it: only a failed bind's leaves the store */
   pthread_mutex_unlock(&e->bind_lock);
   pthread_mutex_lock(&x->lock);
   if (why[0]) {

@@ -270,6 +270,12 @@ enum ext_fresh { EXT_CACHED, EXT_CURRENT, EXT_FROM_API };
  * fresh says. Returns 0, or -1 with why. */
 int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, enum ext_fresh fresh,
                   struct node_view *v, char *why, size_t len);
+/* Bind's view of node name: from the store while the watches are synced
+ * and it holds every bind of ours to the node, without the pod exclude
+ * ("ns/name": the pod being bound, whose reservation is there); else from
+ * the API. Never cached. 0, or -1 with why. */
+int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struct node_view *v,
+                  char *why, size_t len);
 /* As ext_node_view, but instead of copying the view out, calls use(ctx, v)
  * with it (only when 0 is returned). A cached view is lent under the cache
  * lock: use must be quick and must not call back into the extender. Filter

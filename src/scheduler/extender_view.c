@@ -273,11 +273,19 @@ struct hold_ctx {
   struct vg_ext *x;
   const char *node;
   struct node_view *v;
+  const char *exclude; /* a pod ("ns/name") left out, or NULL */
 };
 
 static void hold_stored(void *ctx, json_object *pod, int has, const struct vg_assignment *a,
                         const char *error) {
   struct hold_ctx *h = ctx;
+  char key[EXT_POD_KEY_MAX];
+  if (h->exclude && ext_pod_key(pod, key, sizeof(key)) && strcmp(key, h->exclude) == 0) {
+    struct vg_cpu_mem r; /* the store's sums count it: take its requests back */
+    struct vg_err err = {{0}};
+    if (vg_pod_requests(pod, &r, &err) == 0) h->v->cpu_req -= r.cpu, h->v->mem_req -= r.mem;
+    return;
+  }
   ext_hold_assignment(h->x, h->node, pod, has, a, error, h->v);
 }
 
@@ -288,7 +296,7 @@ static int subtract_pods(struct vg_ext *x, const char *node, struct ext_store *s
                          const struct ext_batch *batch, struct node_view *v, char *why,
                          size_t len) {
   if (store) {
-    struct hold_ctx h = {x, node, v};
+    struct hold_ctx h = {x, node, v, NULL};
     ext_store_pods(store, node, hold_stored, &h);
     return 0;
   }
@@ -422,6 +430,53 @@ bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj) 
   return hit;
 }
 
+/* The view of node name as the store has it (read lock held), without the
+ * pod exclude (or NULL); *inv: the inventory text it was built from. */
+static int from_store(struct vg_ext *x, struct ext_store *store, const char *name,
+                      json_object *node_obj, const char *exclude, struct node_view *v,
+                      const char **inv, char *why, size_t len) {
+  const char *base_why = NULL;
+  const struct node_view *base = NULL;
+  *inv = inventory_text(node_obj);
+  bool found = node_obj || ext_store_node(store, name, inv, &base, &base_why);
+  int rc = found ? 0 : -1;
+  if (!found)
+    snprintf(why, len, "node not found");
+  else if (node_obj || !base_why) /* the store parsed the inventory as the event came */
+    rc = view_from_inventory(*inv, v, why, len);
+  else if ((rc = base ? 0 : -1) != 0)
+    snprintf(why, len, "%s", base_why);
+  else
+    ext_view_copy(v, base);
+  if (rc != 0) return rc;
+  ext_store_cpu_mem(store, name, v);
+  struct hold_ctx h = {x, name, v, exclude};
+  ext_store_pods(store, name, hold_stored, &h);
+  if (node_obj) set_allocatable(v, node_obj);
+  return 0;
+}
+
+int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struct node_view *v,
+                  char *why, size_t len) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  pthread_mutex_lock(&x->lock);
+  struct node_entry *e = find_entry(x, name);
+  bool pending = e && e->pending > 0 && elapsed_ms(&now, &e->pending_until) > 0;
+  struct ext_store *store = pending ? NULL : ext_synced_store(x);
+  pthread_mutex_unlock(&x->lock);
+  if (!store) return ext_node_view(x, name, NULL, EXT_FROM_API, v, why, len);
+  const char *inv = NULL;
+  v->n = 0;
+  ext_store_read(store);
+  int rc = from_store(x, store, name, NULL, exclude, v, &inv, why, len);
+  ext_store_done(store);
+  pthread_mutex_lock(&x->lock); /* the node's model and free shares, as any view read */
+  if ((e = find_entry(x, name)) != NULL) ext_gaps_note(x, e, v, rc == 0);
+  pthread_mutex_unlock(&x->lock);
+  return rc;
+}
+
 int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
                   const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use, void *ctx,
                   char *why, size_t len) {
@@ -443,21 +498,8 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
   if (store && fresh != EXT_FROM_API) { /* no API request: a list as of the last event */
     ext_store_read(store);
-    const char *inv = inventory_text(node_obj), *base_why = NULL;
-    const struct node_view *base = NULL;
-    bool found = node_obj || ext_store_node(store, name, &inv, &base, &base_why);
-    if (!found) snprintf(why, len, "node not found");
-    if (!found)
-      rc = -1;
-    else if (node_obj || !base_why) /* the store parsed the inventory as the event came */
-      rc = view_from_inventory(inv, &v, why, len);
-    else if ((rc = base ? 0 : -1) != 0)
-      snprintf(why, len, "%s", base_why);
-    else
-      ext_view_copy(&v, base);
-    if (rc == 0) rc = subtract_pods(x, name, store, NULL, &v, why, len);
-    if (rc == 0) ext_store_cpu_mem(store, name, &v);
-    if (rc == 0 && node_obj) set_allocatable(&v, node_obj);
+    const char *inv = NULL;
+    rc = from_store(x, store, name, node_obj, NULL, &v, &inv, why, len);
     store_view(x, e, &now, gen, NULL, rc, inv, &v, why);
     ext_store_done(store);
     if (rc == 0) use(ctx, &v);
