@@ -347,12 +347,35 @@ static void test_sole_fit_reserves(void **s) {
   json_object_put(res);
 }
 
+/* A pod that asks for no GPU but names a managed resource (nvidia.com/gpu
+ * 0) reaches the extender: it is ranked by the policy like any other, on
+ * nodes with and without an inventory. */
+static void test_gpu_less_pod(void **s) {
+  (void)s;
+  ext_add_node("no-inventory", 0, 0, "", "[]", 0);
+  json_object *res = call("/filter", "cpu-only", "\"nvidia.com/gpu\":\"0\"", NULL,
+                          "\"twin-a\",\"no-inventory\",\"cpu-free\"");
+  assert_true(ext_has_name(res, "twin-a") && ext_has_name(res, "no-inventory"));
+  json_object_put(res);
+  res = call("/prioritize", "cpu-only", "\"nvidia.com/gpu\":\"0\"", NULL,
+             "\"twin-a\",\"no-inventory\",\"cpu-free\"");
+  printf("prioritize: %s\n", json_object_to_json_string(res));
+  assert_true(ext_score(res, "twin-a") > 0 && ext_score(res, "no-inventory") > 0);
+  json_object_put(res);
+  char *p = pod_req_json("cpu-only", REQ, "\"nvidia.com/gpu\":\"0\"", NULL, NULL, NULL);
+  ext_admin("/_test/pods", p);
+  free(p);
+  res = ext_bind("cpu-only", "no-inventory");
+  assert_string_equal(ext_bind_error(res), "");
+  json_object_put(res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_workload_learned),  cmocka_unit_test(test_cpu_counted),
       cmocka_unit_test(test_ranks_no_ties),     cmocka_unit_test(test_bind_writes_policy_pick),
       cmocka_unit_test(test_bind_reads_store),  cmocka_unit_test(test_prioritize_reserves),
-      cmocka_unit_test(test_sole_fit_reserves),
+      cmocka_unit_test(test_sole_fit_reserves), cmocka_unit_test(test_gpu_less_pod),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
