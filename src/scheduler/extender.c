@@ -475,18 +475,18 @@ static void score_candidates(struct vg_ext *x, const struct pod_req *req,
     return;
   }
   const struct vg_policy *pol = req->node_policy ? req->node_policy : x->policy;
-  for (int i = 0; i < cs->n; i++) {
-    if (ev->first[i] != i) {
-      score[i] = score[ev->first[i]]; /* each node once in the model */
-      continue;
-    }
-    if (!ev->fits[i]) continue;
-    int idx = ext_model_add(x, &m, cs->names[i], &ev->core[i], &err);
-    if (idx < 0) break;
+  int *idx = malloc(((size_t)cs->n + 1) * sizeof(int));
+  for (int i = 0; idx && i < cs->n; i++) /* every node first: then one vg_sched for all */
+    idx[i] = ev->fits[i] && ev->first[i] == i
+                 ? ext_model_add(x, &m, cs->names[i], &ev->core[i], &err)
+                 : -1;
+  for (int i = 0; idx && i < cs->n; i++) {
     struct vg_pick pick;
     struct vg_pod p = ev->pod[i];
-    score[i] = ext_model_score(&m, pol, idx, &p, &pick, &err);
+    if (idx[i] >= 0) score[i] = ext_model_score(&m, pol, idx[i], &p, &pick, &err);
+    if (ev->first[i] != i) score[i] = score[ev->first[i]]; /* each node once in the model */
   }
+  free(idx);
   ext_model_end(&m);
 }
 

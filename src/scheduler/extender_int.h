@@ -380,6 +380,7 @@ struct ext_model {
   uint32_t models; /* the pod's model mask */
   struct vg_sched s;
   bool sched_ready;
+  int sched_nodes; /* the nodes s was made for */
 };
 /* Snapshots what scoring r reads (workload, models, gaps); 0 or -1 with err. */
 int ext_model_begin(struct vg_ext *x, const struct pod_req *r, struct ext_model *m,

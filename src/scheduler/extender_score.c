@@ -86,11 +86,18 @@ int ext_model_add(struct vg_ext *x, struct ext_model *m, const char *name,
 
 double ext_model_score(struct ext_model *m, const struct vg_policy *pol, int i, struct vg_pod *p,
                        struct vg_pick *pick, struct vg_err *err) {
+  /* vg_sched sizes its per-node caches for the nodes there are: nodes
+   * added since it started need a new one. */
+  if (m->sched_ready && m->sched_nodes != m->cl.n) {
+    vg_sched_free(&m->s);
+    m->sched_ready = false;
+  }
   if (!m->sched_ready) {
     if (vg_sched_init(&m->s, &m->cl, pol, &m->w, err) != 0) return NAN;
     memcpy(m->s.gaps, m->gaps, sizeof(m->gaps));
     m->s.gaps_valid = true;
     m->sched_ready = true;
+    m->sched_nodes = m->cl.n;
   }
   p->models = m->models;
   pick->n = 0;
