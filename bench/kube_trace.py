@@ -157,10 +157,14 @@ def pod_object(index, row, ns):
                     "nvidia.com/gpumem-percentage": str(-(-milli // 10))})
     elif num:
         res.update({RESOURCE: str(num), "nvidia.com/gpucores": "100"})
-    elif os.environ.get("VGPU_KUBE_REPLAY_CPU_PODS") == "extender":
-        # An experiment, not how users send CPU pods: kube-scheduler asks an
-        # extender only about pods with one of its managedResources, and
-        # nvidia.com/gpu 0 is one that asks for nothing.
+    elif os.environ.get("VGPU_KUBE_REPLAY_CPU_PODS", "extender") == "extender":
+        # The trace's GPU-less pods are placed by the same scheduler as the
+        # rest, as in the replay. kube-scheduler asks an extender only about
+        # pods naming one of its managedResources (which must be extended
+        # resources: cpu cannot be one), so they name nvidia.com/gpu 0, which
+        # asks for nothing (docs/scheduler.md, "Pods without GPUs").
+        # VGPU_KUBE_REPLAY_CPU_PODS=kube leaves them to kube-scheduler's own
+        # score plugins instead.
         res.update({RESOURCE: "0"})
     ann = {"nvidia.com/use-gputype": row["gpu_spec"].replace("|", ",")} if row.get("gpu_spec") \
         else {}

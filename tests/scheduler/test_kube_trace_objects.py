@@ -57,6 +57,10 @@ def main(build):
     limits = whole["spec"]["containers"][0]["resources"]["limits"]
     expect(limits.get("nvidia.com/gpu") == "4" and limits.get("nvidia.com/gpucores") == "100",
            "4 whole GPUs ask %s" % limits)
+    cpu = kt.pod_object(3, row(num_gpu=0, gpu_milli=0), "default")
+    limits = cpu["spec"]["containers"][0]["resources"]["limits"]
+    expect(limits == {"cpu": "1000m", "memory": "1024Mi", "nvidia.com/gpu": "0"},
+           "a GPU-less pod names nvidia.com/gpu 0, so that the extender ranks it: %s" % limits)
     pinned = kt.pod_object(2, row(gpu_spec="T4|V100M32"), "default")
     expect(pinned["metadata"]["annotations"] == {"nvidia.com/use-gputype": "T4,V100M32"},
            "gpu_spec T4|V100M32 gives %s" % pinned["metadata"]["annotations"])
