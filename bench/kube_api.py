@@ -160,7 +160,10 @@ class PodWatch(threading.Thread):
         """Ends the watch (its connection closed: the API server would wait for it)."""
         self.stopping.set()
         if self.conn is not None and self.conn.sock is not None:
-            self.conn.sock.shutdown(2)
+            try:
+                self.conn.sock.shutdown(2)
+            except OSError:  # the API server or the reader closed it first: ended anyway
+                pass
         self.join(10)
 
 
