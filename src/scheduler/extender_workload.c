@@ -18,7 +18,8 @@
  * Pods are counted when filtered, not when bound: the pods that fail are
  * the ones the measure must keep room for, and a trace's M counts them too.
  * The workload handed to scoring is the heaviest types covering 95 % of the
- * weight (vg_workload_from_types), rebuilt when a new pod was counted.
+ * weight (vg_workload_from_types), rebuilt when a new pod was counted --
+ * after the first 256 pods, every 32 (rebuild says why).
  *
  * Weights grow instead of decaying (a new pod weighs 2^(seen/half_life));
  * all are rescaled before they overflow.
@@ -48,7 +49,8 @@ struct ext_learner {
   struct vg_task_type types[MAX_TYPES];
   double mem_sum[MAX_TYPES]; /* weighted memory, for the mean */
   int ntypes;
-  long long seen; /* pods counted */
+  long long seen;       /* pods counted */
+  long long built_seen; /* seen at the last build */
   struct seen_set gen[2];
   int cur;
   struct vg_workload built; /* the last build; stale when dirty */
@@ -158,14 +160,23 @@ bool ext_learner_observe(struct ext_learner *l, const char *uid, const struct vg
   return fresh;
 }
 
-/* Rebuilds l->built when a pod was counted since. Lock held. */
+/* Rebuilds l->built when pods were counted since: at once for the first
+ * EARLY_PODS (the mix is still forming), else after REBUILD_EVERY more. A
+ * build keeps its memo id (vg_workload.memo_id), under which the measures of
+ * unchanged nodes are looked up instead of recomputed (frag.c): at 1,213
+ * nodes prioritize spent most of its time recomputing them. Lock held. */
+#define EARLY_PODS 256
+#define REBUILD_EVERY 32
 static int rebuild(struct ext_learner *l, struct vg_err *err) {
-  if (!l->dirty && l->built.types) return 0;
+  if (l->built.types &&
+      (!l->dirty || (l->seen >= EARLY_PODS && l->seen - l->built_seen < REBUILD_EVERY)))
+    return 0;
   struct vg_workload w;
   if (vg_workload_from_types(&w, l->types, l->ntypes, COVERAGE_PCT, err) != 0) return -1;
   vg_workload_free(&l->built);
   l->built = w;
   l->dirty = false;
+  l->built_seen = l->seen;
   return 0;
 }
 

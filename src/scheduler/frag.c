@@ -29,6 +29,10 @@
  *     much multi-GPU demand, capping the 1-GPU whole types is what made F'
  *     lose to FGD, while capping the shares still gains (docs/placement.md).
  */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "vg_sched.h"
 
 static double frag_of_type(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
@@ -79,15 +83,54 @@ static double share_cpu_frag_of_type(const struct vg_pod *m, const struct vg_nod
 typedef double (*type_frag_fn)(const struct vg_pod *m, const struct vg_node *n, int64_t cpu_free,
                                const int *gpu_free, int total);
 
+/* ---- a memo of measures, per thread ----
+ * The extender scores every node of the cluster for every pod (1,213 of
+ * them in the trace), and most nodes have not changed since the last pod:
+ * a measure of the same node state under the same workload is looked up,
+ * not recomputed. The key is everything the measure reads -- the workload
+ * (its memo_id: unique per build, 0 = never memoised), the measure, the
+ * node's model and GPU count, its free CPU, memory and GPU shares -- and
+ * is compared whole, so a hit is the value itself. */
+#define MEMO_SLOTS 2048
+
+struct memo_entry {
+  uint64_t id;
+  type_frag_fn of_type;
+  bool memory_counts;
+  int model, ngpu;
+  int64_t cpu_free, mem_free;
+  int gpu_free[VG_SCHED_MAX_GPUS];
+  double value;
+};
+
+static _Thread_local struct memo_entry g_memo[MEMO_SLOTS];
+
+static struct memo_entry *memo_slot(const struct memo_entry *k) {
+  uint64_t h = k->id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)k->of_type;
+  h = (h ^ (uint64_t)k->cpu_free) * 0x100000001B3ULL ^ (uint64_t)k->mem_free;
+  h = (h ^ (uint64_t)(k->model + 1)) * 0x100000001B3ULL ^ (uint64_t)k->memory_counts;
+  for (int g = 0; g < k->ngpu; g++) h = (h ^ (uint64_t)k->gpu_free[g]) * 0x100000001B3ULL;
+  return &g_memo[(h ^ h >> 29) % MEMO_SLOTS];
+}
+
+static bool memo_same(const struct memo_entry *a, const struct memo_entry *b) {
+  return a->id == b->id && a->of_type == b->of_type && a->memory_counts == b->memory_counts &&
+         a->model == b->model && a->ngpu == b->ngpu && a->cpu_free == b->cpu_free &&
+         a->mem_free == b->mem_free &&
+         memcmp(a->gpu_free, b->gpu_free, (size_t)a->ngpu * sizeof(int)) == 0;
+}
+
+uint64_t vg_workload_memo_id(void) {
+  static _Atomic uint64_t next = 1;
+  return next++;
+}
+
 /* sum_m p_m F_n(m) for a per-type measure. With memory_counts (the vgpu
  * measures), a type whose memory exceeds mem_free can use none of the node's
  * GPUs, whatever the per-type measure says. */
-static double weighted(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
-                       int64_t mem_free, const int *gpu_free, type_frag_fn of_type,
-                       bool memory_counts) {
-  int total = 0;
-  for (int g = 0; g < n->ngpu; g++) total += gpu_free[g];
-  if (total == 0) return 0;
+static double compute(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                      int64_t mem_free, const int *gpu_free, int total, type_frag_fn of_type,
+                      bool memory_counts) {
   double f = 0;
   for (int t = 0; t < w->n; t++) {
     const struct vg_pod *m = &w->types[t].pod;
@@ -95,6 +138,24 @@ static double weighted(const struct vg_workload *w, const struct vg_node *n, int
     f += w->types[t].weight * (memory_short ? total : of_type(m, n, cpu_free, gpu_free, total));
   }
   return f;
+}
+
+static double weighted(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,
+                       int64_t mem_free, const int *gpu_free, type_frag_fn of_type,
+                       bool memory_counts) {
+  int total = 0;
+  for (int g = 0; g < n->ngpu; g++) total += gpu_free[g];
+  if (total == 0) return 0;
+  if (w->memo_id == 0 || n->ngpu > VG_SCHED_MAX_GPUS)
+    return compute(w, n, cpu_free, mem_free, gpu_free, total, of_type, memory_counts);
+  struct memo_entry k = {w->memo_id, of_type,  memory_counts, n->model, n->ngpu,
+                         cpu_free,   mem_free, {0},           0};
+  memcpy(k.gpu_free, gpu_free, (size_t)n->ngpu * sizeof(int));
+  struct memo_entry *e = memo_slot(&k);
+  if (memo_same(e, &k)) return e->value;
+  k.value = compute(w, n, cpu_free, mem_free, gpu_free, total, of_type, memory_counts);
+  *e = k;
+  return k.value;
 }
 
 double vg_frag_node(const struct vg_workload *w, const struct vg_node *n, int64_t cpu_free,

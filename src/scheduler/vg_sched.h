@@ -92,7 +92,11 @@ struct vg_workload {
   /* Of the kept types' GPU demand (sum of p_m x num_gpu x gpu_milli): the %
    * pinned to GPU models, and the % asking for several GPUs. */
   double pinned_pct, multi_pct;
+  /* Unique per build (vg_workload_memo_id), kept by copies: the measures
+   * memoise under it (frag.c). 0: never memoised. */
+  uint64_t memo_id;
 };
+uint64_t vg_workload_memo_id(void); /* a fresh nonzero id */
 
 /* Groups pods by (cpu, gpu_milli, num_gpu, models); keeps the most frequent
  * types until they cover >= coverage_pct of pods, renormalised. */

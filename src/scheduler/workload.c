@@ -87,6 +87,7 @@ int vg_workload_from_types(struct vg_workload *w, const struct vg_task_type *typ
   w->types = kept;
   w->n = k;
   mix_shares(w);
+  w->memo_id = vg_workload_memo_id();
   return 0;
 }
 
@@ -106,6 +107,7 @@ int vg_workload_build(struct vg_workload *w, const struct vg_pod *pods, int npod
   w->types = types;
   w->n = kept;
   mix_shares(w);
+  w->memo_id = vg_workload_memo_id();
   return 0;
 }
 
