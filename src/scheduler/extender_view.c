@@ -289,17 +289,11 @@ static void hold_stored(void *ctx, json_object *pod, int has, const struct vg_as
   ext_hold_assignment(h->x, h->node, pod, has, a, error, h->v);
 }
 
-/* Subtracts what the pods bound to the node hold: from the store (read
- * lock held) or batch's list when given, else from a list of the node's
- * pods. */
-static int subtract_pods(struct vg_ext *x, const char *node, struct ext_store *store,
-                         const struct ext_batch *batch, struct node_view *v, char *why,
-                         size_t len) {
-  if (store) {
-    struct hold_ctx h = {x, node, v, NULL};
-    ext_store_pods(store, node, hold_stored, &h);
-    return 0;
-  }
+/* Subtracts what the pods bound to the node hold: from batch's list when
+ * given, else from a list of the node's pods (the store's views are built
+ * by from_store). */
+static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_batch *batch,
+                         struct node_view *v, char *why, size_t len) {
   if (batch) {
     json_object *items;
     for (int i = ext_batch_pods(batch, node, &items); i >= 0; i = ext_batch_next(batch, i))
@@ -524,7 +518,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
     node_obj = fetched;
   }
   rc = view_from_inventory(inventory_text(node_obj), &v, why, len);
-  if (rc == 0) rc = subtract_pods(x, name, NULL, batch, &v, why, len);
+  if (rc == 0) rc = subtract_pods(x, name, batch, &v, why, len);
   if (rc == 0) set_allocatable(&v, node_obj);
   store_view(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
