@@ -62,11 +62,15 @@ def deployed_extender_args():
     raise SystemExit("kube-replay: no vgpu-scheduler container in deploy/base/scheduler.yaml")
 
 
-def scheduler_config(port, kubeconfig):
+def scheduler_config(port, kubeconfig, plain=False):
     """deploy/base/scheduler-config.yaml as the e2e deploys it on 1.20
     (v1beta1), with this machine's kubeconfig, no leader election, and the
-    extender at 127.0.0.1:port."""
+    extender at 127.0.0.1:port; plain: kube-scheduler's defaults instead
+    (no extender, its own percentageOfNodesToScore), the profile's name kept."""
     cfg = scheduler_config_v1beta1()
+    if plain:
+        cfg.pop("extenders", None)
+        cfg.pop("percentageOfNodesToScore", None)
     cfg["clientConnection"] = dict(cfg.get("clientConnection") or {}, kubeconfig=kubeconfig)
     cfg["leaderElection"] = {"leaderElect": False}
     for ext in cfg.get("extenders") or []:
@@ -108,8 +112,8 @@ class ControlPlane:
     """etcd, kube-apiserver and kube-scheduler by scripts/e2e/cluster.sh under
     state/, vgpu-scheduler started here; down() stops them all by pid."""
 
-    def __init__(self, state, build):
-        self.state, self.build = state, build
+    def __init__(self, state, build, plain=False):
+        self.state, self.build, self.plain = state, build, plain
         self.extender = None
         self.port = None
         self.admin = os.path.join(state, "kubeconfig", "admin.kubeconfig")
@@ -121,11 +125,12 @@ class ControlPlane:
 
     def up(self):
         self.cluster_sh("up-control-plane", 1800)  # builds Kubernetes first when not cached
-        self.start_extender()
+        if not self.plain:
+            self.start_extender()
         cfg = os.path.join(os.path.dirname(self.state), "scheduler-config.json")
         with open(cfg, "w") as f:
             json.dump(scheduler_config(self.port, os.path.join(
-                self.state, "kubeconfig", "scheduler.kubeconfig")), f, indent=1)
+                self.state, "kubeconfig", "scheduler.kubeconfig"), self.plain), f, indent=1)
         self.cluster_sh("restart-scheduler", 300, VGPU_E2E_SCHEDULER_CONFIG=cfg)
 
     def start_extender(self):
@@ -148,14 +153,15 @@ class ControlPlane:
         raise SystemExit("kube-replay: vgpu-scheduler did not come up; see " + self.ext_log)
 
     def metrics_url(self):
-        return "http://127.0.0.1:%d/metrics" % self.port
+        return "http://127.0.0.1:%d/metrics" % self.port if self.port else None
 
     def pids(self):
         out = {}
         for name in ("kube-apiserver", "kube-scheduler"):
             with open(os.path.join(self.state, "pids", name)) as f:
                 out[name] = int(f.read().split()[0])
-        out["vgpu-scheduler"] = self.extender.pid
+        if self.extender:
+            out["vgpu-scheduler"] = self.extender.pid
         return out
 
     def tails(self, lines=15):
@@ -185,7 +191,7 @@ def one_seed(args, seed, root):
                                               seed, work)
     wait_machine_free(args.wait_other_s)
     t0 = time.monotonic()
-    cp = ControlPlane(os.path.join(work, "cluster"), args.build)
+    cp = ControlPlane(os.path.join(work, "cluster"), args.build, args.plain)
     ok = False
     try:
         cp.up()
@@ -193,7 +199,7 @@ def one_seed(args, seed, root):
         api = Api(cp.admin, os.path.join(work, "api"))
         deadline = args.deadline_s or 300 + 2 * (len(read_csv(arrival_csv)))
         res = run_pods(api, nodes_csv, arrival_csv, "kube-replay", deadline, args.conns,
-                       metrics_url=cp.metrics_url(), pids=cp.pids())
+                       metrics_url=cp.metrics_url(), pids=cp.pids(), plain=args.plain)
         ok = True
     finally:
         if not ok:
@@ -205,7 +211,8 @@ def one_seed(args, seed, root):
                             if "gpu-inventory" in line]
     in_order = write_in_order(arrival_csv, res["order"], os.path.join(work, "arrival-stored.csv"))
     for policy in ("vgpu", "fgd"):
-        res["inproc_" + policy] = inproc(args.build, nodes_csv, in_order, seed, policy)
+        res["inproc_" + policy] = None if args.plain else inproc(args.build, nodes_csv, in_order,
+                                                                  seed, policy)
     res["seed"] = seed
     return res
 
@@ -227,9 +234,11 @@ def report(args, results):
         "extender mean ms f/p/b", "seconds"))
     for r in results:
         ext = "/".join("%s" % (r["extender"].get(v, {}).get("mean_ms")) for v in EXTENDER_VERBS)
-        print("%-5d %5d %5d %6d %7.2f %7.2f %7.2f %7s %8s %8s  %-26s %s" % (
-            r["seed"], r["pods"], r["bound"], r["unschedulable"], r["kube_unallocated_pct"],
-            r["inproc_vgpu"], r["inproc_fgd"], r["pods_per_s"], r["bind_p50_ms"],
+        pct = ["-" if r[k] is None else "%.2f" % r[k] for k in
+               ("kube_unallocated_pct", "inproc_vgpu", "inproc_fgd")]
+        print("%-5d %5d %5d %6d %7s %7s %7s %7s %8s %8s  %-26s %s" % (
+            r["seed"], r["pods"], r["bound"], r["unschedulable"], pct[0], pct[1], pct[2],
+            r["pods_per_s"], r["bind_p50_ms"],
             r["bind_p99_ms"], ext, r["seconds"]))
         print("      CPU s / peak cores / peak RSS: " + ", ".join(
             "%s %s" % (n, fmt_proc(p)) for n, p in r["procs"].items()))
@@ -298,6 +307,10 @@ def main():
                     % DEFAULT_TRACE_DIR)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="vgpu's build folder")
     ap.add_argument("--conns", type=int, default=4, help="connections creating pods (4)")
+    ap.add_argument("--plain", action="store_true",
+                    help="the yardstick: the same Nodes and pods without GPU resources through "
+                    "kube-scheduler's default configuration, no extender (pods/s and latency; "
+                    "no placement figures)")
     ap.add_argument("--deadline-s", type=int, default=0,
                     help="per seed, from the first create (default 300 + 2 s per pod)")
     ap.add_argument("--wait-other-s", type=int, default=1800,

@@ -149,10 +149,14 @@ def gpu_milli(row):
     return int(row["num_gpu"]) * int(row["gpu_milli"])
 
 
-def pod_object(index, row, ns):
+def pod_object(index, row, ns, plain=False):
+    """plain: the same pod without GPU resources or annotations (the
+    yardstick run of bench/kube_replay.py --plain)."""
     res = {"cpu": "%sm" % row["cpu_milli"], "memory": "%sMi" % row["memory_mib"]}
     num, milli = int(row["num_gpu"]), int(row["gpu_milli"])
-    if num == 1 and milli < 1000:  # a share: whole percents (vgpu-replay rounded them up)
+    if plain:
+        pass
+    elif num == 1 and milli < 1000:  # a share: whole percents (vgpu-replay rounded them up)
         res.update({RESOURCE: "1", "nvidia.com/gpucores": str(-(-milli // 10)),
                     "nvidia.com/gpumem-percentage": str(-(-milli // 10))})
     elif num:
@@ -166,8 +170,8 @@ def pod_object(index, row, ns):
         # VGPU_KUBE_REPLAY_CPU_PODS=kube leaves them to kube-scheduler's own
         # score plugins instead.
         res.update({RESOURCE: "0"})
-    ann = {"nvidia.com/use-gputype": row["gpu_spec"].replace("|", ",")} if row.get("gpu_spec") \
-        else {}
+    ann = {"nvidia.com/use-gputype": row["gpu_spec"].replace("|", ",")} \
+        if row.get("gpu_spec") and not plain else {}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "kr-%05d" % index, "namespace": ns, "labels": {LABEL: "true"},
                          "annotations": ann},
@@ -356,7 +360,7 @@ def list_labelled(api, path):
 
 
 def run_pods(api, nodes_csv, arrival_csv, ns, deadline_s, conns=4, settle_s=5.0,
-             metrics_url=None, pids=None):
+             metrics_url=None, pids=None, plain=False):
     """Steps 3-5 of the module's docstring on the cluster api reaches. Nodes
     and pods stay; delete_objects() removes them."""
     node_rows, rows = read_csv(nodes_csv), read_csv(arrival_csv)
@@ -373,7 +377,7 @@ def run_pods(api, nodes_csv, arrival_csv, ns, deadline_s, conns=4, settle_s=5.0,
     before = read_metrics(metrics_url)
     sampler = ProcSampler(pids or {})
     sampler.start()
-    pods = [pod_object(i, r, ns) for i, r in enumerate(rows)]
+    pods = [pod_object(i, r, ns, plain) for i, r in enumerate(rows)]
     names = [p["metadata"]["name"] for p in pods]
     start = time.monotonic()
     sent, rv = create_in_order(api, "/api/v1/namespaces/%s/pods" % ns, pods, conns)
@@ -385,7 +389,7 @@ def run_pods(api, nodes_csv, arrival_csv, ns, deadline_s, conns=4, settle_s=5.0,
     final = list_labelled(api, "/api/v1/namespaces/%s/pods" % ns)
     node_objs = list_labelled(api, "/api/v1/nodes")
     by_name = dict(zip(names, rows))
-    problems, ngpus = check_assignments(final, by_name, node_objs)
+    problems, ngpus = ([], 0) if plain else check_assignments(final, by_name, node_objs)
     bound = {p["metadata"]["name"] for p in final if p["spec"].get("nodeName")}
     order = sorted(range(len(rows)), key=lambda i: rv[i])  # the API server's order
     cap = 1000 * sum(int(r["gpu"]) for r in node_rows)
@@ -397,7 +401,7 @@ def run_pods(api, nodes_csv, arrival_csv, ns, deadline_s, conns=4, settle_s=5.0,
     return {
         "pods": len(rows), "bound": len(bound), "unschedulable": len(rows) - len(bound),
         "finished": finished, "nodes": len(node_rows), "gpus": ngpus,
-        "kube_unallocated_pct": round(100.0 * (cap - held) / cap, 4),
+        "kube_unallocated_pct": None if plain else round(100.0 * (cap - held) / cap, 4),
         "curve": curve(order, reqs, [n in bound for n in names], cap),
         "order": order, "reordered": sum(1 for k, i in enumerate(order) if k != i),
         "pods_per_s": round(len(watch.bound) / (last - start), 2) if last > start else None,
