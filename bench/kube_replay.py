@@ -206,9 +206,10 @@ def one_seed(args, seed, root):
             cp.tails()
         cp.down()
     res["seconds"] = round(time.monotonic() - t0, 1)
-    with open(cp.ext_log, errors="replace") as f:
-        res["problems"] += ["vgpu-scheduler: " + line.strip() for line in f
-                            if "gpu-inventory" in line]
+    if not args.plain:  # no vgpu-scheduler ran
+        with open(cp.ext_log, errors="replace") as f:
+            res["problems"] += ["vgpu-scheduler: " + line.strip() for line in f
+                                if "gpu-inventory" in line]
     in_order = write_in_order(arrival_csv, res["order"], os.path.join(work, "arrival-stored.csv"))
     for policy in ("vgpu", "fgd"):
         res["inproc_" + policy] = None if args.plain else inproc(args.build, nodes_csv, in_order,
