@@ -565,9 +565,7 @@ static void note_bound(struct vg_ext *x, struct node_entry *e, const char *ns, c
                        json_object *pod, json_object *annotations) {
   char key[EXT_POD_KEY_MAX];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
-  pthread_mutex_lock(&x->lock);
-  struct ext_store *store = ext_synced_store(x);
-  pthread_mutex_unlock(&x->lock);
+  struct ext_store *store = ext_current_store(x);
   json_object *bound = store ? ext_pod_as_bound(pod, e->name, annotations) : NULL;
   char changed[2][VG_SCHED_NAME_MAX * 2];
   if (bound) ext_store_apply(store, true, false, bound, changed);
@@ -601,7 +599,9 @@ static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req
   if (ext_node_view(x, cs->names[top], cs->objs[top], EXT_CACHED, &v, why, sizeof(why)) != 0)
     return;
   json_object *a = assign_on(x, cs->names[top], req, &v, why, sizeof(why));
-  if (a) ext_reserve(x, pod, cs->names[top], a);
+  json_object *ann = a ? ext_assigned_annotations(a) : NULL;
+  if (ann) ext_reserve(x, pod, cs->names[top], ann);
+  json_object_put(ann);
   json_object_put(a);
 }
 
@@ -652,19 +652,16 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
     goto done;
   }
   if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
-  /* Already bound: no placement; the API server's 409 says so. */
-  /* Its own reservation must not count against it; it stays in the store
-   * until the pod as bound replaces it, so that no filter meanwhile sees
-   * the node without the pod (extender_reserve.c). */
+  /* Already bound: no placement; the API server's 409 says so. Its own
+   * reservation must not count against it; it stays in the store until
+   * the pod as bound replaces it, so that no filter meanwhile sees the node
+   * without the pod (extender_reserve.c). */
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
     if (ext_bind_view(x, node, key, &v, why, sizeof(why)) != 0) goto done;
     json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
     if (a == NULL) goto done;
-    annotations = json_object_new_object();
-    json_object_object_add(
-        annotations, VG_ANN_ASSIGNED,
-        json_object_new_string(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN)));
+    annotations = ext_assigned_annotations(a);
     json_object_put(a);
   }
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
@@ -714,7 +711,7 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
   x->ttl_ms = cache_ttl_ms;
   pthread_mutex_init(&x->lock, NULL);
   vg_cluster_init(&x->models);
-  x->learner = ext_learner_new(EXT_WORKLOAD_HALF_LIFE, EXT_WORKLOAD_PRIOR);
+  x->learner = ext_learner_new(VG_EXT_WORKLOAD_HALF_LIFE, VG_EXT_WORKLOAD_PRIOR);
   if (!x->learner) {
     vg_err_set(err, "out of memory");
     vg_ext_free(x);

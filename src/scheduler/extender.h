@@ -26,6 +26,8 @@ struct vg_ext;
 struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,
                           struct vg_err *err);
 void vg_ext_free(struct vg_ext *x);
+#define VG_EXT_WORKLOAD_HALF_LIFE 5000.0 /* pods: a pod's weight halves after this many more */
+#define VG_EXT_WORKLOAD_PRIOR 20.0       /* pods: the built-in list's weight at start */
 /* The learned target workload's window (docs/scheduler.md, "What the policy
  * optimises for"): a pod's weight halves after half_life_pods more pods;
  * the built-in prior starts worth prior_pods pods. Before serving only. */

@@ -258,6 +258,8 @@ struct vg_ext {
   struct ext_metrics m; /* under lock */
 };
 
+/* The entry for name, or NULL (creates none). Lock held. */
+struct node_entry *ext_find_entry(struct vg_ext *x, const char *name);
 /* The node entry (cache slot and bind lock) for name, created when new; NULL
  * when out of memory. */
 struct node_entry *ext_entry(struct vg_ext *x, const char *name);
@@ -302,6 +304,8 @@ long ext_view_ttl_ms(const struct vg_ext *x);
 /* The store, when both watches are synced (its views are current as of the
  * last event); else NULL. Lock held. */
 struct ext_store *ext_synced_store(const struct vg_ext *x);
+/* The same, taking the lock itself. */
+struct ext_store *ext_current_store(struct vg_ext *x);
 /* Read-your-writes for our binds: pod ("ns/name") was bound to e's node
  * (ext_pending_add, with obj: the Pod as bound, which the caller has put in
  * the store; NULL: it is not there, and e's views are read from the API
@@ -348,17 +352,18 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
 /* A deep copy of pod bound to node, with annotations (an object, or NULL)
  * added; NULL when pod has no spec or out of memory. */
 json_object *ext_pod_as_bound(json_object *pod, const char *node, json_object *annotations);
-/* Puts pod into the store as bound to node with assignment (the
- * vgpu.io/assigned object), until its bind or EXT_RESERVE_MS. */
-void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *assignment);
+/* The annotations bind writes for an assignment (the vgpu.io/assigned
+ * object): {vgpu.io/assigned: its compact JSON text}. */
+json_object *ext_assigned_annotations(json_object *assignment);
+/* Puts pod into the store as bound to node with annotations (as
+ * ext_assigned_annotations makes them), until its bind or EXT_RESERVE_MS. */
+void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations);
 /* Drops the reservation of pod key ("namespace/name"), if any. */
 void ext_unreserve(struct vg_ext *x, const char *key);
 void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 
 /* ---- the learned target workload (extender_workload.c) ---- */
 
-#define EXT_WORKLOAD_HALF_LIFE 5000.0 /* pods: a pod's weight halves after this many more */
-#define EXT_WORKLOAD_PRIOR 20.0       /* pods: the built-in list's weight at start */
 struct ext_learner;
 struct ext_learner *ext_learner_new(double half_life_pods, double prior_pods); /* NULL: no memory */
 void ext_learner_free(struct ext_learner *l);

@@ -67,9 +67,7 @@ static void take(struct vg_ext *x, int i, json_object **obj, char *node, size_t 
 /* Drops obj from the store if it is still what the store holds for its
  * pod, and the node's cached view with it. */
 static void unstore(struct vg_ext *x, json_object *obj, const char *node) {
-  pthread_mutex_lock(&x->lock);
-  struct ext_store *store = ext_synced_store(x);
-  pthread_mutex_unlock(&x->lock);
+  struct ext_store *store = ext_current_store(x);
   if (store && ext_store_drop_if(store, obj)) ext_invalidate_known(x, node);
   json_object_put(obj);
 }
@@ -124,22 +122,23 @@ static bool record(struct vg_ext *x, const char *key, const char *node, json_obj
   return true;
 }
 
-void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *assignment) {
+json_object *ext_assigned_annotations(json_object *assignment) {
+  json_object *ann = json_object_new_object();
+  json_object_object_add(
+      ann, VG_ANN_ASSIGNED,
+      json_object_new_string(json_object_to_json_string_ext(assignment, JSON_C_TO_STRING_PLAIN)));
+  return ann;
+}
+
+void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   sweep(x, &now);
   char key[EXT_POD_KEY_MAX];
   if (!ext_pod_key(pod, key, sizeof(key))) return;
-  pthread_mutex_lock(&x->lock);
-  struct ext_store *store = ext_synced_store(x);
-  pthread_mutex_unlock(&x->lock);
+  struct ext_store *store = ext_current_store(x);
   if (!store) return; /* views come from the API: nothing to reserve in */
-  json_object *ann = json_object_new_object();
-  json_object_object_add(
-      ann, VG_ANN_ASSIGNED,
-      json_object_new_string(json_object_to_json_string_ext(assignment, JSON_C_TO_STRING_PLAIN)));
-  json_object *obj = ext_pod_as_bound(pod, node, ann);
-  json_object_put(ann);
+  json_object *obj = ext_pod_as_bound(pod, node, annotations);
   if (!obj) return;
   json_object *old = NULL;
   char old_node[VG_SCHED_NAME_MAX * 2];

@@ -68,9 +68,7 @@ int ext_model_add(struct vg_ext *x, struct ext_model *m, const char *name,
   n.name[len] = '\0';
   n.rank = (uint32_t)m->cl.n;
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = NULL;
-  for (e = x->buckets[ext_hash(name) % EXT_BUCKETS]; e && strcmp(e->name, name) != 0;)
-    e = e->bucket;
+  struct node_entry *e = ext_find_entry(x, name);
   n.model = e ? e->model : -1;
   pthread_mutex_unlock(&x->lock);
   int i = vg_cluster_add_node(&m->cl, &n, err);

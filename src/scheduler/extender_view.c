@@ -331,8 +331,7 @@ void ext_view_copy(struct node_view *dst, const struct node_view *src) {
 
 static unsigned bucket_of(const char *name) { return ext_hash(name) % EXT_BUCKETS; }
 
-/* The entry for name, or NULL. Lock held. */
-static struct node_entry *find_entry(struct vg_ext *x, const char *name) {
+struct node_entry *ext_find_entry(struct vg_ext *x, const char *name) {
   struct node_entry *e = x->buckets[bucket_of(name)];
   while (e && strcmp(e->name, name) != 0) e = e->bucket;
   return e;
@@ -341,7 +340,7 @@ static struct node_entry *find_entry(struct vg_ext *x, const char *name) {
 struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
   unsigned b = bucket_of(name);
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = find_entry(x, name);
+  struct node_entry *e = ext_find_entry(x, name);
   if (!e && (e = calloc(1, sizeof(*e)))) {
     snprintf(e->name, sizeof(e->name), "%s", name);
     e->model = -1;
@@ -372,15 +371,22 @@ static bool fresh_at(const struct vg_ext *x, const struct node_entry *e, const s
  * so that a full NodeList does not cost a pod list per node per request.
  * On a hit, use (when the view is usable) runs under the lock. use NULL (a
  * fresh read is wanted): never a hit; only *gen is read. */
-/* *store: where a miss is to be built from (NULL: the API): the synced
- * store, unless a bind of ours to the node is not in it yet. */
+/* Where a view of e (NULL: never seen) is built from, now: the synced store,
+ * unless a bind of ours to the node is not in it yet; NULL: the API. Lock
+ * held. */
+static struct ext_store *store_for(const struct vg_ext *x, const struct node_entry *e,
+                                   const struct timespec *now) {
+  bool pending = e && e->pending > 0 && elapsed_ms(now, &e->pending_until) > 0;
+  return pending ? NULL : ext_synced_store(x);
+}
+
+/* *store: where a miss is to be built from (store_for). */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
                    bool from_request, const char *inv, ext_view_fn use, void *ctx, char *why,
                    size_t len, int *rc, unsigned *gen, struct ext_store **store) {
   pthread_mutex_lock(&x->lock);
   *gen = e->gen;
-  bool pending = e->pending > 0 && elapsed_ms(now, &e->pending_until) > 0;
-  *store = pending ? NULL : ext_synced_store(x);
+  *store = store_for(x, e, now);
   bool hit = use != NULL && fresh_at(x, e, now, from_request, inv);
   if (hit) {
     *rc = e->rc;
@@ -418,7 +424,7 @@ bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj) 
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = find_entry(x, name);
+  struct node_entry *e = ext_find_entry(x, name);
   bool hit = e && fresh_at(x, e, &now, node_obj != NULL, inv);
   pthread_mutex_unlock(&x->lock);
   return hit;
@@ -455,9 +461,8 @@ int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struc
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = find_entry(x, name);
-  bool pending = e && e->pending > 0 && elapsed_ms(&now, &e->pending_until) > 0;
-  struct ext_store *store = pending ? NULL : ext_synced_store(x);
+  struct node_entry *e = ext_find_entry(x, name);
+  struct ext_store *store = store_for(x, e, &now);
   pthread_mutex_unlock(&x->lock);
   if (!store) return ext_node_view(x, name, NULL, EXT_FROM_API, v, why, len);
   const char *inv = NULL;
@@ -466,7 +471,7 @@ int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struc
   int rc = from_store(x, store, name, NULL, exclude, v, &inv, why, len);
   ext_store_done(store);
   pthread_mutex_lock(&x->lock); /* the node's model and free shares, as any view read */
-  if ((e = find_entry(x, name)) != NULL) ext_gaps_note(x, e, v, rc == 0);
+  if ((e = ext_find_entry(x, name)) != NULL) ext_gaps_note(x, e, v, rc == 0);
   pthread_mutex_unlock(&x->lock);
   return rc;
 }
@@ -550,7 +555,7 @@ void ext_invalidate(struct vg_ext *x, const char *name) {
 
 void ext_invalidate_known(struct vg_ext *x, const char *name) {
   pthread_mutex_lock(&x->lock);
-  struct node_entry *e = find_entry(x, name);
+  struct node_entry *e = ext_find_entry(x, name);
   if (e) drop(x, e);
   pthread_mutex_unlock(&x->lock);
 }

@@ -62,6 +62,13 @@ struct ext_store *ext_synced_store(const struct vg_ext *x) {
   return w != NULL && w->pods.up && w->nodes.up ? w->store : NULL;
 }
 
+struct ext_store *ext_current_store(struct vg_ext *x) {
+  pthread_mutex_lock(&x->lock);
+  struct ext_store *s = ext_synced_store(x);
+  pthread_mutex_unlock(&x->lock);
+  return s;
+}
+
 long ext_view_ttl_ms(const struct vg_ext *x) { return ext_synced_store(x) ? LONG_MAX : x->ttl_ms; }
 
 static const char *node_of(const struct watcher *r, json_object *obj) {
@@ -98,9 +105,7 @@ static void nothing(void *ctx, const struct node_view *v) {
  * for the first time) took a cold filter 50-140 ms of its 100 ms budget. */
 static void warm(struct ext_watch *w) {
   struct vg_ext *x = w->x;
-  pthread_mutex_lock(&x->lock);
-  struct ext_store *s = ext_synced_store(x);
-  pthread_mutex_unlock(&x->lock);
+  struct ext_store *s = ext_current_store(x);
   if (!s) return;
   char **names = NULL;
   size_t n = ext_store_names(s, &names);

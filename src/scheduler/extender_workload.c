@@ -124,7 +124,7 @@ struct ext_learner *ext_learner_new(double half_life_pods, double prior_pods) {
   struct ext_learner *l = calloc(1, sizeof(*l));
   if (!l) return NULL;
   pthread_mutex_init(&l->lock, NULL);
-  l->half_life = half_life_pods > 0 ? half_life_pods : EXT_WORKLOAD_HALF_LIFE;
+  l->half_life = half_life_pods > 0 ? half_life_pods : VG_EXT_WORKLOAD_HALF_LIFE;
   l->prior = prior_pods;
   l->scale = 1;
   /* The prior: the shapes people ask for, equally likely. */

@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
-  double half_life = 5000, prior = 20;
+  double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
   struct vg_ext_server_limits limits = {0};
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
