@@ -663,6 +663,11 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
     if (a == NULL) goto done;
     annotations = ext_assigned_annotations(a);
     json_object_put(a);
+    /* The pod's own UID, not the request's: the MAC must name the object the
+     * agent will read (a differing PodUID fails the Binding anyway). */
+    if (ext_sign_annotations(x, annotations, ext_get_str(ext_get(pod, "metadata"), "uid"), ns, name,
+                             node, why, sizeof(why)) != 0)
+      goto done;
   }
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
   if (rc != 0)
@@ -689,6 +694,8 @@ done:
 }
 
 /* ---- entry points ---- */
+
+void vg_ext_set_assignment_key(struct vg_ext *x, struct vg_assign_key *key) { x->akey = key; }
 
 struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long cache_ttl_ms,
                           struct vg_err *err) {

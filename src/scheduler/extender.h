@@ -34,6 +34,13 @@ void vg_ext_free(struct vg_ext *x);
 int vg_ext_set_workload_window(struct vg_ext *x, double half_life_pods, double prior_pods,
                                struct vg_err *err);
 
+struct vg_assign_key;
+/* From now on, every vgpu.io/assigned that bind or a resize writes is
+ * signed with key (vgpu.io/assigned-mac, assignment_mac.h), and a resize is
+ * taken up only on an assignment that verifies. key is borrowed (must
+ * outlive x); NULL: unsigned, as without --assignment-key. Before serving. */
+void vg_ext_set_assignment_key(struct vg_ext *x, struct vg_assign_key *key);
+
 /* Watches Pods and Nodes in the background (extender_watch.c) so that cached
  * node views are dropped when they change and otherwise kept well past
  * cache_ttl_ms. Needs list and watch on pods and nodes. vg_ext_free stops it. */

@@ -230,6 +230,7 @@ int ext_batch_next(const struct ext_batch *b, int pod);
 
 struct vg_ext {
   struct vg_k8s_client *client;
+  struct vg_assign_key *akey; /* borrowed; NULL: assignments are written unsigned */
   const struct vg_policy *policy;
   struct ext_learner *learner; /* the target workload (extender_workload.c) */
   /* Under lock: the GPU model names seen in inventories (no nodes; at most
@@ -355,6 +356,12 @@ json_object *ext_pod_as_bound(json_object *pod, const char *node, json_object *a
 /* The annotations bind writes for an assignment (the vgpu.io/assigned
  * object): {vgpu.io/assigned: its compact JSON text}. */
 json_object *ext_assigned_annotations(json_object *assignment);
+/* Adds vgpu.io/assigned-mac for the vgpu.io/assigned text in annotations,
+ * bound to the pod (uid, ns, name) and node (assignment_mac.h), when the
+ * extender has a key. 0, or -1 with why (the key file cannot be read: the
+ * bind or resize must not be written unsigned, which every agent refuses). */
+int ext_sign_annotations(struct vg_ext *x, json_object *annotations, const char *uid,
+                         const char *ns, const char *name, const char *node, char *why, size_t len);
 /* Puts pod into the store as bound to node with annotations (as
  * ext_assigned_annotations makes them), until its bind or EXT_RESERVE_MS. */
 void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assignment_mac.h"
 #include "extender_int.h"
 #include "log.h"
 
@@ -128,6 +129,27 @@ json_object *ext_assigned_annotations(json_object *assignment) {
       ann, VG_ANN_ASSIGNED,
       json_object_new_string(json_object_to_json_string_ext(assignment, JSON_C_TO_STRING_PLAIN)));
   return ann;
+}
+
+int ext_sign_annotations(struct vg_ext *x, json_object *annotations, const char *uid,
+                         const char *ns, const char *name, const char *node, char *why,
+                         size_t len) {
+  if (x->akey == NULL) return 0;
+  const char *assigned = ext_get_str(annotations, VG_ANN_ASSIGNED);
+  struct vg_assign_subject s = {uid, ns, name, node, assigned};
+  char mac[VG_ASSIGN_MAC_TEXT_MAX];
+  struct vg_err err = {{0}};
+  if (uid == NULL || uid[0] == '\0' || assigned == NULL) {
+    snprintf(why, len, "cannot sign %s: the pod has no metadata.uid", VG_ANN_ASSIGNED);
+    return -1;
+  }
+  if (vg_assign_sign(x->akey, &s, mac, &err) != 0) {
+    snprintf(why, len, "cannot sign %s (node agents refuse an unsigned one): %s", VG_ANN_ASSIGNED,
+             err.msg);
+    return -1;
+  }
+  json_object_object_add(annotations, VG_ASSIGNED_MAC_ANNOTATION, json_object_new_string(mac));
+  return 0;
 }
 
 void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations) {

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "assignment_mac.h"
 #include "extender_int.h"
 #include "log.h"
 #include "size.h"
@@ -65,6 +66,22 @@ static json_object *resized(struct vg_assignment *a, const struct vg_assign_ctr 
   return vg_assign_to_json(a, err);
 }
 
+/* With a key, a resize starts only from an assignment this scheduler
+ * signed: accepting one into a forged assignment would sign the forgery.
+ * 0 (signed, or no key), 1 with why (refuse), -1 with err (the key file
+ * cannot be read: try again). */
+static int check_signed(struct vg_ext *x, json_object *pod, const char *node, char *why, size_t len,
+                        struct vg_err *err) {
+  if (x->akey == NULL) return 0;
+  struct vg_err detail = {{0}};
+  enum vg_assign_trust t = vg_assign_verify_pod(x->akey, pod, node, &detail);
+  if (t == VG_ASSIGN_SIGNED) return 0;
+  if (t == VG_ASSIGN_NO_KEY) return vg_err_set(err, "%s", detail.msg), -1;
+  snprintf(why, len, "its %s was not signed by vgpu-scheduler (%.200s); recreate the pod",
+           VG_ASSIGNED_ANNOTATION, detail.msg);
+  return 1;
+}
+
 /* The answer to the request on pod (read fresh under the bind lock): 0 when
  * written, -1 with err when it is to be tried again. */
 static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_request *q,
@@ -75,6 +92,12 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
   int has = vg_assign_from_pod(pod, &a, err);
   if (has < 0) snprintf(why, sizeof(why), "%s", err->msg);
   if (has == 0) snprintf(why, sizeof(why), "the pod has no %s", VG_ASSIGNED_ANNOTATION);
+  int sig = has > 0 ? check_signed(x, pod, node, why, sizeof(why), err) : 0;
+  if (sig != 0 && has > 0) {
+    vg_assign_free(&a);
+    has = 0;
+  }
+  if (sig < 0) return -1;
   const struct vg_assign_ctr *c = has > 0 ? ctr_named(&a, q->container) : NULL;
   if (has > 0 && c == NULL)
     snprintf(why, sizeof(why), "container %s holds no GPU slice of vgpu-scheduler's", q->container);
@@ -92,6 +115,13 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
           ann, VG_ASSIGNED_ANNOTATION,
           json_object_new_string(json_object_to_json_string_ext(na, JSON_C_TO_STRING_PLAIN)));
       json_object_put(na);
+      json_object *meta = ext_get(pod, "metadata");
+      if (ext_sign_annotations(x, ann, ext_get_str(meta, "uid"), ext_get_str(meta, "namespace"),
+                               ext_get_str(meta, "name"), node, why, sizeof(why)) != 0) {
+        json_object_put(ann);
+        vg_assign_free(&a);
+        return vg_err_set(err, "%s", why), -1; /* the key: try again */
+      }
       vg_resize_status_put(ann, q->id, VG_RESIZE_ACCEPTED, "fits the pod's GPUs");
     }
   }

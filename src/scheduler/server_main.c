@@ -4,7 +4,7 @@
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
  *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
  *                  [--workload-half-life PODS] [--workload-prior PODS]
- *                  [--max-body-mib N] [--idle-timeout-s N]
+ *                  [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
  * until SIGINT/SIGTERM. See docs/scheduler.md.
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assignment_mac.h"
 #include "extender.h"
 #include "httpd.h"
 #include "log.h"
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]\n"
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
-          "                      [--max-body-mib N] [--idle-timeout-s N]\n"
+          "                      [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]\n"
           "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
@@ -57,6 +58,12 @@ static void usage(FILE *f) {
           "  --workload-prior PODS\n"
           "                      the built-in start-up mix weighs as much as PODS pods\n"
           "                      (default 20)\n"
+          "  --assignment-key FILE\n"
+          "                      the cluster's assignment key (32 or more random bytes; the\n"
+          "                      Secret vgpu-assignment-key): sign every vgpu.io/assigned that\n"
+          "                      bind and resizes write (vgpu.io/assigned-mac), for the node\n"
+          "                      agents to check; re-read when the file changes; unreadable\n"
+          "                      later: binds fail. Default: unsigned (docs/security.md)\n"
           "  --version           print the version and exit\n");
 }
 
@@ -73,8 +80,9 @@ int main(int argc, char **argv) {
                                        {"idle-timeout-s", required_argument, NULL, 'i'},
                                        {"workload-half-life", required_argument, NULL, 'H'},
                                        {"workload-prior", required_argument, NULL, 'P'},
+                                       {"assignment-key", required_argument, NULL, 'K'},
                                        {NULL, 0, NULL, 0}};
-  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
+  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu", *key_file = NULL;
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
   double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
@@ -151,6 +159,9 @@ int main(int argc, char **argv) {
       case 'W':
         watch = false;
         break;
+      case 'K':
+        key_file = optarg;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -188,19 +199,28 @@ int main(int argc, char **argv) {
     return 2;
   }
   struct vg_err err = {{0}};
+  /* Asked for and unusable is a start-up error: binds would all fail. */
+  struct vg_assign_key *key = key_file ? vg_assign_key_open(key_file, &err) : NULL;
+  if (key_file && !key) {
+    fprintf(stderr, "vgpu-scheduler: --assignment-key: %s\n", err.msg);
+    return 2;
+  }
   struct vg_k8s_config cfg = {0};
   if (vg_k8s_config_load(&cfg, kubeconfig, &err) != 0) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    vg_assign_key_free(key);
     return 1;
   }
   struct vg_k8s_client *client = vg_k8s_client_new(&cfg, &err);
   vg_k8s_config_free(&cfg);
   if (!client) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    vg_assign_key_free(key);
     return 1;
   }
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
+  if (x) vg_ext_set_assignment_key(x, key);
   if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
     vg_ext_free(x);
     x = NULL;
@@ -210,6 +230,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
     vg_ext_free(x);
     vg_k8s_client_free(client);
+    vg_assign_key_free(key);
     return 1;
   }
   if (watch && vg_ext_watch_start(x, &err) != 0)
@@ -225,5 +246,6 @@ int main(int argc, char **argv) {
   vg_ext_server_stop(srv);
   vg_ext_free(x);
   vg_k8s_client_free(client);
+  vg_assign_key_free(key);
   return 0;
 }

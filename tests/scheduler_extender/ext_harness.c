@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -363,3 +364,45 @@ int ext_teardown(void **state) {
 }
 
 int ext_sched_port(void) { return sched_port; }
+
+/* ---- live resizes ---- */
+
+json_object *ext_get_pod(const char *name) {
+  json_object *pod = NULL;
+  struct vg_err err = {{0}};
+  assert_int_equal(vg_k8s_get_pod(ext_api, "default", name, &pod, &err), 0);
+  return pod;
+}
+
+/* Writes a request on pod (and the node's acknowledgement when acked). */
+void ext_resize_ask(const char *pod, const char *id, long long memory, int cores, bool acked) {
+  struct vg_resize_request q = {.memory = memory, .cores = cores};
+  snprintf(q.id, sizeof(q.id), "%s", id);
+  snprintf(q.container, sizeof(q.container), "main");
+  char *text = vg_resize_request_format(&q), *ack = vg_resize_node_format(id);
+  json_object *ann = json_object_new_object(), *labels = json_object_new_object();
+  json_object_object_add(ann, VG_RESIZE_REQUEST_ANNOTATION, json_object_new_string(text));
+  if (acked) json_object_object_add(ann, VG_RESIZE_NODE_ANNOTATION, json_object_new_string(ack));
+  json_object_object_add(labels, VG_RESIZE_LABEL, json_object_new_string(VG_RESIZE_LABEL_OPEN));
+  struct vg_err err = {{0}};
+  assert_int_equal(
+      vg_k8s_patch_pod_metadata(ext_api, "default", pod, labels, ann, NULL, NULL, &err), 0);
+  json_object_put(ann);
+  json_object_put(labels);
+  free(text);
+  free(ack);
+}
+
+/* The pod's status for id within 5 s; fails the test when none comes. */
+struct vg_resize_status ext_resize_wait_status(const char *pod, const char *id) {
+  for (int i = 0; i < 500; i++) {
+    json_object *p = ext_get_pod(pod);
+    struct vg_resize_view v;
+    vg_resize_view_of(p, &v, NULL);
+    json_object_put(p);
+    if (v.has_status && strcmp(v.status.id, id) == 0) return v.status;
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  }
+  fail_msg("no resize status for %s on pod %s", id, pod);
+  return (struct vg_resize_status){0};
+}

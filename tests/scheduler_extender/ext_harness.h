@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "k8s.h"
+#include "resize.h"
 
 #define EXT_GIB 1073741824LL
 
@@ -73,6 +74,14 @@ json_object *ext_bind(const char *pod, const char *node);
 const char *ext_bind_error(json_object *res);
 /* The pod's vgpu.io/assigned value as the API server has it (caller frees), or NULL. */
 char *ext_assigned(const char *pod);
+/* The pod default/name as the API server has it (caller puts). */
+json_object *ext_get_pod(const char *name);
+/* Writes a live resize request on pod (container "main"; memory and cores
+ * -1 = unchanged), and the node agent's acknowledgement when acked. */
+void ext_resize_ask(const char *pod, const char *id, long long memory, int cores, bool acked);
+/* The pod's resize status for id within 5 s; fails the test when none comes. */
+struct vg_resize_status ext_resize_wait_status(const char *pod, const char *id);
+
 /* node's reason in a filter answer's FailedNodes / FailedAndUnresolvableNodes, or NULL. */
 const char *ext_failed_reason(json_object *res, const char *node);
 const char *ext_unresolvable_reason(json_object *res, const char *node);

@@ -50,48 +50,8 @@ static int setup(void **state) {
   return ext_sched_start(extra);
 }
 
-static json_object *get_pod(const char *name) {
-  json_object *pod = NULL;
-  struct vg_err err = {{0}};
-  assert_int_equal(vg_k8s_get_pod(ext_api, "default", name, &pod, &err), 0);
-  return pod;
-}
-
-/* Writes a request on pod (and the node's acknowledgement when acked). */
-static void ask(const char *pod, const char *id, long long memory, int cores, bool acked) {
-  struct vg_resize_request q = {.memory = memory, .cores = cores};
-  snprintf(q.id, sizeof(q.id), "%s", id);
-  snprintf(q.container, sizeof(q.container), "main");
-  char *text = vg_resize_request_format(&q), *ack = vg_resize_node_format(id);
-  json_object *ann = json_object_new_object(), *labels = json_object_new_object();
-  json_object_object_add(ann, VG_RESIZE_REQUEST_ANNOTATION, json_object_new_string(text));
-  if (acked) json_object_object_add(ann, VG_RESIZE_NODE_ANNOTATION, json_object_new_string(ack));
-  json_object_object_add(labels, VG_RESIZE_LABEL, json_object_new_string(VG_RESIZE_LABEL_OPEN));
-  struct vg_err err = {{0}};
-  assert_int_equal(
-      vg_k8s_patch_pod_metadata(ext_api, "default", pod, labels, ann, NULL, NULL, &err), 0);
-  json_object_put(ann);
-  json_object_put(labels);
-  free(text);
-  free(ack);
-}
-
-/* The pod's status for id within 5 s; fails the test when none comes. */
-static struct vg_resize_status wait_status(const char *pod, const char *id) {
-  for (int i = 0; i < 500; i++) {
-    json_object *p = get_pod(pod);
-    struct vg_resize_view v;
-    vg_resize_view_of(p, &v, NULL);
-    json_object_put(p);
-    if (v.has_status && strcmp(v.status.id, id) == 0) return v.status;
-    nanosleep(&(struct timespec){0, 10000000L}, NULL);
-  }
-  fail_msg("no resize status for %s on pod %s", id, pod);
-  return (struct vg_resize_status){0};
-}
-
 static struct vg_assign_gpu gpu_of(const char *pod) {
-  json_object *p = get_pod(pod);
+  json_object *p = ext_get_pod(pod);
   struct vg_assignment a;
   assert_int_equal(vg_assign_from_pod(p, &a, NULL), 1);
   struct vg_assign_gpu g = a.ctr[0].gpu[0];
@@ -121,8 +81,8 @@ static int refused_events(const char *part) {
 
 static void test_grow_within_room_is_recorded(void **s) {
   (void)s;
-  ask("a", "grow-1", 5 * EXT_GIB, 50, true);
-  struct vg_resize_status st = wait_status("a", "grow-1");
+  ext_resize_ask("a", "grow-1", 5 * EXT_GIB, 50, true);
+  struct vg_resize_status st = ext_resize_wait_status("a", "grow-1");
   assert_int_equal(st.phase, VG_RESIZE_ACCEPTED);
   struct vg_assign_gpu g = gpu_of("a");
   assert_int_equal(g.memory, 5 * EXT_GIB);
@@ -133,8 +93,8 @@ static void test_grow_within_room_is_recorded(void **s) {
 
 static void test_grow_past_room_is_refused(void **s) {
   (void)s;
-  ask("a", "grow-2", 5 * EXT_GIB + (1 << 20), -1, true); /* one MiB too many */
-  struct vg_resize_status st = wait_status("a", "grow-2");
+  ext_resize_ask("a", "grow-2", 5 * EXT_GIB + (1 << 20), -1, true); /* one MiB too many */
+  struct vg_resize_status st = ext_resize_wait_status("a", "grow-2");
   assert_int_equal(st.phase, VG_RESIZE_REFUSED);
   ext_expect_contains(st.reason, GPU);
   ext_expect_contains(st.reason, "does not fit");
@@ -144,34 +104,34 @@ static void test_grow_past_room_is_refused(void **s) {
 
 static void test_cores_past_room_are_refused(void **s) {
   (void)s;
-  ask("a", "cores-1", -1, 51, true);
-  struct vg_resize_status st = wait_status("a", "cores-1");
+  ext_resize_ask("a", "cores-1", -1, 51, true);
+  struct vg_resize_status st = ext_resize_wait_status("a", "cores-1");
   assert_int_equal(st.phase, VG_RESIZE_REFUSED);
   ext_expect_contains(st.reason, "of its compute");
-  ask("a", "cores-2", -1, 100, true); /* exclusive while b shares the GPU */
-  st = wait_status("a", "cores-2");
+  ext_resize_ask("a", "cores-2", -1, 100, true); /* exclusive while b shares the GPU */
+  st = ext_resize_wait_status("a", "cores-2");
   assert_int_equal(st.phase, VG_RESIZE_REFUSED);
   assert_int_equal(gpu_of("a").cores, 50);
 }
 
 static void test_shrink_is_recorded(void **s) {
   (void)s;
-  ask("a", "shrink-1", 1 * EXT_GIB, 10, true);
-  assert_int_equal(wait_status("a", "shrink-1").phase, VG_RESIZE_ACCEPTED);
+  ext_resize_ask("a", "shrink-1", 1 * EXT_GIB, 10, true);
+  assert_int_equal(ext_resize_wait_status("a", "shrink-1").phase, VG_RESIZE_ACCEPTED);
   struct vg_assign_gpu g = gpu_of("a");
   assert_int_equal(g.memory, 1 * EXT_GIB);
   assert_int_equal(g.cores, 10);
   /* The room freed is really free: b may now grow to 7 GiB. */
-  ask("b", "grow-b", 7 * EXT_GIB, -1, true);
-  assert_int_equal(wait_status("b", "grow-b").phase, VG_RESIZE_ACCEPTED);
+  ext_resize_ask("b", "grow-b", 7 * EXT_GIB, -1, true);
+  assert_int_equal(ext_resize_wait_status("b", "grow-b").phase, VG_RESIZE_ACCEPTED);
   assert_int_equal(gpu_of("b").memory, 7 * EXT_GIB);
 }
 
 static void test_unacknowledged_is_left_to_the_node(void **s) {
   (void)s;
-  ask("a", "early-1", 2 * EXT_GIB, -1, false);
+  ext_resize_ask("a", "early-1", 2 * EXT_GIB, -1, false);
   nanosleep(&(struct timespec){0, 400000000L}, NULL); /* eight polls */
-  json_object *p = get_pod("a");
+  json_object *p = ext_get_pod("a");
   struct vg_resize_view v;
   vg_resize_view_of(p, &v, NULL);
   json_object_put(p);
@@ -195,7 +155,7 @@ static void test_unknown_container_is_refused(void **s) {
   json_object_put(ann);
   free(text);
   free(ack);
-  struct vg_resize_status st = wait_status("a", "who-1");
+  struct vg_resize_status st = ext_resize_wait_status("a", "who-1");
   assert_int_equal(st.phase, VG_RESIZE_REFUSED);
   ext_expect_contains(st.reason, "container sidecar");
 }
