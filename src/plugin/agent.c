@@ -105,6 +105,7 @@ static void start_binder(struct vg_agent *a, const struct vg_agent_opts *o) {
   }
   vg_binder_set_gpus(a->binder, a->gpus, a->ngpus);
   vg_binder_set_node(a->binder, a->node);
+  vg_binder_set_assignment_key(a->binder, o->assignment_key);
   if (vg_binder_start(a->binder, &err) != 0) {
     vg_info("binder: %s", err.msg);
     return;
@@ -146,6 +147,7 @@ static void start_gate(struct vg_agent *a, const struct vg_agent_opts *o) {
     vg_warn("%s; Allocate cannot refuse pods that vgpu-scheduler did not place", err.msg);
     return;
   }
+  vg_gate_set_key(a->gate, o->assignment_key);
   vg_plugin_set_admission_check(a->plugin, vg_gate_check_fn, a->gate);
 }
 

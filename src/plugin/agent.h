@@ -21,6 +21,8 @@
 #include "devices.h"
 #include "plugin.h"
 
+struct vg_assign_key;
+
 struct vg_agent_opts {
   const char *node_name;           /* NULL: $NODE_NAME */
   const char *kubeconfig;          /* NULL: $KUBECONFIG, else in-cluster */
@@ -32,6 +34,9 @@ struct vg_agent_opts {
   uint64_t audit_tolerance;        /* bytes a GPU may hold beyond what regions account for */
   unsigned audit_grace_s;          /* a slot younger than this is never called unenforced */
   enum vg_backstop_policy backstop_policy; /* a container over its grant: report or evict */
+  /* --assignment-key (borrowed, outlives the agent): the gate admits and the
+   * binder grants only assignments vgpu-scheduler signed; NULL: any. */
+  struct vg_assign_key *assignment_key;
 };
 
 struct vg_agent;

@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "assignment_mac.h"
 #include "device_id.h"
 #include "distrust.h"
 #include "flock_holders.h"
@@ -49,7 +50,8 @@ struct vg_binder {
   struct vg_k8s_client *k8s;
   char socket[1024];
   char state_dir[VG_CONFIG_PATH_MAX];
-  char node[256]; /* for resizes; "" = none handled */
+  char node[256];             /* for resizes; "" = none handled */
+  struct vg_assign_key *akey; /* borrowed; NULL: assignments are not signed */
 
   pthread_mutex_t lock; /* everything below */
   pthread_cond_t cond;
@@ -393,6 +395,19 @@ static json_object *read_pod(struct vg_binder *b, const struct vg_pod_devices *d
   return pod;
 }
 
+/* With an assignment key: did vgpu-scheduler sign pod's assignment for
+ * this node (assignment_mac.h)? Else why not, in why. */
+static bool signed_by_scheduler(struct vg_binder *b, json_object *pod,
+                                const struct vg_pod_devices *d, char *why, size_t len) {
+  if (b->akey == NULL) return true;
+  struct vg_err detail = {""};
+  enum vg_assign_trust t =
+      vg_assign_verify_pod(b->akey, pod, b->node[0] != '\0' ? b->node : NULL, &detail);
+  if (t == VG_ASSIGN_SIGNED) return true;
+  vg_assign_trust_refusal(t, d->ns, d->pod, &detail, why, len);
+  return false;
+}
+
 static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
                            enum vg_dialect dialect, struct vg_shm *shm, const char *key) {
   json_object *pod = read_pod(b, d, key);
@@ -401,10 +416,15 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
   struct vg_err aerr = {""};
   int has = vg_assign_from_pod(pod, &asg, &aerr);
   json_object *limits = container_limits(pod, d->container);
-  json_object_put(pod);
   struct gpu_limit gl[VG_MAX_DEVICES];
   int ng = -1;
-  if (has < 0) {
+  char unsigned_why[VG_ERR_MAX + 400];
+  if (has != 0 && !signed_by_scheduler(b, pod, d, unsigned_why, sizeof(unsigned_why))) {
+    /* Not the scheduler's: its grant must not be written, nor the pod's own
+     * resources used (the gate refuses such a pod at Allocate; this is for
+     * one that got past it). */
+    leave_pending(b, key, "unsigned-assignment", "%s", unsigned_why);
+  } else if (has < 0) {
     /* The scheduler's accounting of this pod is unreadable: fail closed. */
     leave_pending(b, key, "bad-assignment", "pod %s/%s: %s", d->ns, d->pod, aerr.msg);
   } else if (limits == NULL) {
@@ -418,6 +438,7 @@ static void bind_container(struct vg_binder *b, const struct vg_pod_devices *d,
     if (rc == 0) write_limits(b, shm, key, gl, ng);
   }
   json_object_put(limits);
+  json_object_put(pod);
   if (has > 0) vg_assign_free(&asg);
 }
 
@@ -545,7 +566,7 @@ int vg_binder_run_once(struct vg_binder *b, struct vg_err *err) {
   /* Unreadable (no procfs): the flock report is lost, nothing else. */
   p.have_flocks = vg_flock_read(BINDER_LOCKS_FILE, &p.flocks, &e) == 0;
   e = (struct vg_err){""};
-  p.resizer = vg_resizer_begin(b->k8s, b->node, &e);
+  p.resizer = vg_resizer_begin(b->k8s, b->node, b->akey, &e);
   if (e.msg[0] != '\0') set_error(b, e.msg); /* resizes wait; binding goes on */
   e = (struct vg_err){""};
   int rc = vg_podresources_list(b->socket, BINDER_LIST_TIMEOUT_MS, on_devices, &p, &e);
@@ -630,6 +651,12 @@ struct vg_binder *vg_binder_new(const struct vg_plugin_config *cfg, struct vg_k8
   pthread_cond_init(&b->cond, &ca);
   pthread_condattr_destroy(&ca);
   return b;
+}
+
+void vg_binder_set_assignment_key(struct vg_binder *b, struct vg_assign_key *key) {
+  pthread_mutex_lock(&b->lock);
+  b->akey = key;
+  pthread_mutex_unlock(&b->lock);
 }
 
 void vg_binder_set_node(struct vg_binder *b, const char *node) {

@@ -27,6 +27,7 @@
 
 struct vg_k8s_client;
 struct vg_binder;
+struct vg_assign_key;
 
 /* cfg is copied. k8s (may be NULL: nothing can be bound) is borrowed and must
  * outlive the binder. podresources_socket: NULL for the kubelet's default.
@@ -40,6 +41,11 @@ void vg_binder_set_gpus(struct vg_binder *b, const struct vg_gpu *gpus, unsigned
 /* The node's name: with it, each pass also serves the live resizes of the
  * containers on this node (resizer.h). Set before vg_binder_start. */
 void vg_binder_set_node(struct vg_binder *b, const char *node);
+/* From now on, an assignment's limits (and a resize's) are written only when
+ * vgpu-scheduler signed it (vgpu.io/assigned-mac, assignment_mac.h); any
+ * other leaves the container pending, naming why. key is borrowed. Set
+ * before vg_binder_start. */
+void vg_binder_set_assignment_key(struct vg_binder *b, struct vg_assign_key *key);
 /* Starts the thread. 0, or -1 with err. */
 int vg_binder_start(struct vg_binder *b, struct vg_err *err);
 /* Asks for a pass now (and quick retries after it). Any thread, cheap. */

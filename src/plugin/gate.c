@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "assignment_mac.h"
 #include "node_view.h"
 #include "pod_quantity.h"
 
@@ -18,7 +19,8 @@
 
 struct vg_gate {
   struct vg_node_source src;
-  pthread_mutex_t lock; /* stats */
+  struct vg_assign_key *key; /* borrowed; NULL: assignments are not signed */
+  pthread_mutex_t lock;      /* stats */
   struct vg_gate_stats stats;
 };
 
@@ -38,16 +40,34 @@ static bool asks_for(json_object *ctr, const char *resource) {
 }
 
 /* What one candidate container's pod says about its placement. */
-enum verdict { PLACED, MISSING, NO_ENTRY, OTHER_NODE };
+enum verdict { PLACED, MISSING, NO_ENTRY, OTHER_NODE, UNSIGNED };
 
-static enum verdict placement(json_object *pod, const char *ctr, const char *resource,
-                              const char *node, char *other, size_t len) {
+/* Why a placement that names this node and container is not vgpu-scheduler's. */
+struct distrust {
+  enum vg_assign_trust trust;
+  struct vg_err detail;
+};
+
+/* A placement for this node is the scheduler's only when its MAC verifies
+ * (assignment_mac.h): else anyone who can create a pod with spec.nodeName
+ * and the annotation while the webhook is down names their own grant. */
+static enum verdict signed_placement(const struct vg_gate *g, json_object *pod,
+                                     struct distrust *d) {
+  if (g->key == NULL) return PLACED;
+  d->trust = vg_assign_verify_pod(g->key, pod, g->src.node, &d->detail);
+  return d->trust == VG_ASSIGN_SIGNED ? PLACED : UNSIGNED;
+}
+
+static enum verdict placement(const struct vg_gate *g, json_object *pod, const char *ctr,
+                              const char *resource, char *other, size_t len, struct distrust *d) {
+  const char *node = g->src.node;
   struct vg_assignment a;
   struct vg_err err;
   int has = vg_assign_from_pod(pod, &a, &err);
   /* A malformed annotation was written by someone who meant to place the
-   * pod: steering skips it and the binder fails it closed, naming the field. */
-  if (has < 0) return PLACED;
+   * pod: steering skips it and the binder fails it closed, naming the field
+   * (if its writer could sign it). */
+  if (has < 0) return signed_placement(g, pod, d);
   if (has == 0) return MISSING;
   enum verdict v = PLACED;
   if (strcmp(a.node, node) != 0) {
@@ -57,13 +77,14 @@ static enum verdict placement(json_object *pod, const char *ctr, const char *res
     v = NO_ENTRY;
   }
   vg_assign_free(&a);
-  return v;
+  return v == PLACED ? signed_placement(g, pod, d) : v;
 }
 
 struct refusal {
   const char *stamp, *ns, *pod, *ctr; /* the oldest unplaced candidate */
   enum verdict verdict;
   char other[VG_ASSIGN_RESOURCE_MAX];
+  struct distrust distrust; /* UNSIGNED: why */
 };
 
 /* Candidates of one pod; true when one of them was placed by the scheduler. */
@@ -89,13 +110,14 @@ static bool consider_pod(const struct vg_gate *g, const struct vg_node_view *vie
       vg_node_view_held(view, ns, name, ctr, resource, &listed, &holds);
       if (!asks_for(c, resource) || holds) continue;
       char other[VG_ASSIGN_RESOURCE_MAX] = "";
-      enum verdict v = placement(pod, ctr, resource, g->src.node, other, sizeof(other));
+      struct distrust d = {VG_ASSIGN_SIGNED, {""}};
+      enum verdict v = placement(g, pod, ctr, resource, other, sizeof(other), &d);
       if (v == PLACED) return true;
       int age = r->stamp == NULL ? -1 : strcmp(stamp, r->stamp);
       if (age == 0) age = strcmp(ns, r->ns);
       if (age == 0) age = strcmp(name, r->pod);
       if (age < 0) {
-        *r = (struct refusal){stamp, ns, name, ctr, v, ""};
+        *r = (struct refusal){stamp, ns, name, ctr, v, "", d};
         snprintf(r->other, sizeof(r->other), "%s", other);
       }
     }
@@ -106,6 +128,10 @@ static bool consider_pod(const struct vg_gate *g, const struct vg_node_view *vie
 /* The reason the kubelet shows in the pod's events: one line, no '%'. */
 static void refusal_text(const struct refusal *r, const char *resource, const char *node, char *why,
                          size_t len) {
+  if (r->verdict == UNSIGNED) {
+    vg_assign_trust_refusal(r->distrust.trust, r->ns, r->pod, &r->distrust.detail, why, len);
+    return;
+  }
   char detail[600];
   if (r->verdict == MISSING)
     snprintf(detail, sizeof(detail), "its %s annotation is missing", VG_ASSIGNED_ANNOTATION);
@@ -131,7 +157,7 @@ int vg_gate_check(struct vg_gate *g, const char *resource, char *why, size_t len
     count(g, &g->stats.errors);
     return 0;
   }
-  struct refusal r = {NULL, NULL, NULL, NULL, MISSING, ""};
+  struct refusal r = {NULL, NULL, NULL, NULL, MISSING, "", {VG_ASSIGN_SIGNED, {""}}};
   bool placed = false;
   for (size_t i = 0; i < vg_node_view_npods(&view) && !placed; i++)
     placed = consider_pod(g, &view, vg_node_view_pod(&view, i), resource, &r);
@@ -170,6 +196,8 @@ struct vg_gate *vg_gate_new(struct vg_k8s_client *k8s, const char *node,
   pthread_mutex_init(&g->lock, NULL);
   return g;
 }
+
+void vg_gate_set_key(struct vg_gate *g, struct vg_assign_key *key) { g->key = key; }
 
 void vg_gate_get_stats(struct vg_gate *g, struct vg_gate_stats *st) {
   pthread_mutex_lock(&g->lock);

@@ -23,6 +23,12 @@
  * server cannot be read), the gate cannot tell and allows: the binder still
  * fails vgpu/cce containers closed when their pod cannot be read
  * (docs/allocation.md).
+ *
+ * With an assignment key (--assignment-key), an assignment counts only when
+ * vgpu-scheduler signed it for this pod and node (vgpu.io/assigned-mac,
+ * assignment_mac.h): one that is unsigned, forged or copied from another
+ * pod is refused like a pod the scheduler did not place, and so is every
+ * pod while the key file cannot be read (fail closed).
  */
 #ifndef VG_PLUGIN_GATE_H
 #define VG_PLUGIN_GATE_H
@@ -34,12 +40,17 @@
 
 struct vg_k8s_client;
 struct vg_gate;
+struct vg_assign_key;
 
 /* k8s is borrowed (must outlive the gate). node: this Node's name.
  * podresources_socket: NULL for the kubelet's default. NULL on bad input. */
 struct vg_gate *vg_gate_new(struct vg_k8s_client *k8s, const char *node,
                             const char *podresources_socket, struct vg_err *err);
 void vg_gate_free(struct vg_gate *g);
+
+/* From now on, assignments must carry vgpu-scheduler's MAC under key
+ * (borrowed; must outlive the gate). Call before the gate is in use. */
+void vg_gate_set_key(struct vg_gate *g, struct vg_assign_key *key);
 
 /* One container's Allocate of IDs of resource: 0 to go on, 1 to refuse it
  * with the reason in why (one line, naming the pod and what to do).
@@ -51,7 +62,7 @@ int vg_gate_check_fn(void *gate, const char *resource, char *why, size_t len);
 
 struct vg_gate_stats {
   uint64_t assigned;     /* the pod under admission carries its assignment */
-  uint64_t refused;      /* ... carries none: refused */
+  uint64_t refused;      /* ... carries none, or one vgpu-scheduler did not sign: refused */
   uint64_t unidentified; /* no pod under admission found: allowed */
   uint64_t errors;       /* PodResources or the API server failed: allowed */
 };

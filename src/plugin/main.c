@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "assignment_mac.h"
 #include "devices.h"
 #include "log.h"
 #include "plugin.h"
@@ -47,7 +48,7 @@ static void usage(FILE *f) {
       "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
       "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
       "                          [--audit-interval SECONDS] [--unaccounted-tolerance SIZE]\n"
-      "                          [--backstop-policy report|evict]\n"
+      "                          [--backstop-policy report|evict] [--assignment-key FILE]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
       "       vgpu-device-plugin --version\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
@@ -84,6 +85,11 @@ static void usage(FILE *f) {
       "                    processes holding more than its grant (a process without\n"
       "                    libvgpu): report (default: log, Event GPUMemoryOverGrant, metric)\n"
       "                    or also evict the pod through the Eviction API\n"
+      "  --assignment-key FILE  the cluster's assignment key (32 or more random bytes; the\n"
+      "                    Secret vgpu-assignment-key): admit and grant a pod only when\n"
+      "                    vgpu-scheduler signed its vgpu.io/assigned (vgpu.io/assigned-mac);\n"
+      "                    re-read when the file changes; unreadable later: every GPU pod\n"
+      "                    is refused. Default: no signature checked (docs/security.md)\n"
       "  --resource NAME   overrides the vgpu dialect's resourceName\n"
       "  --slots N         overrides the vgpu dialect's deviceSplitCount (1..1024)\n"
       "  --dev-root DIR    prefix of the host device nodes /dev/nvidia* (default none)\n"
@@ -158,6 +164,7 @@ int main(int argc, char **argv) {
                                            {"audit-interval", required_argument, NULL, 'A'},
                                            {"unaccounted-tolerance", required_argument, NULL, 'T'},
                                            {"backstop-policy", required_argument, NULL, 'B'},
+                                           {"assignment-key", required_argument, NULL, 'K'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
@@ -167,7 +174,7 @@ int main(int argc, char **argv) {
                                      .audit_interval_s = DEFAULT_AUDIT_INTERVAL_S,
                                      .audit_tolerance = DEFAULT_AUDIT_TOLERANCE,
                                      .audit_grace_s = AUDIT_GRACE_S};
-  const char *resource = NULL;
+  const char *resource = NULL, *assignment_key = NULL;
   long slots = 0;
   struct vg_plugin_opts opts = {0};
   int c;
@@ -241,6 +248,9 @@ int main(int argc, char **argv) {
         }
         break;
       }
+      case 'K':
+        assignment_key = optarg;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -279,6 +289,17 @@ int main(int argc, char **argv) {
     if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
   }
   opts.cfg = &cfg;
+  /* Asked for and unusable is a start-up error: running without the check
+   * would admit forged assignments, running with it would refuse every pod. */
+  if (assignment_key != NULL) {
+    struct vg_err kerr;
+    agent_opts.assignment_key = vg_assign_key_open(assignment_key, &kerr);
+    if (agent_opts.assignment_key == NULL) {
+      fprintf(stderr, "vgpu-device-plugin: --assignment-key: %s\n", kerr.msg);
+      vg_plugin_config_free(&cfg);
+      return 2;
+    }
+  }
   /* A daemon says what it does (info); --debug adds the debug lines, and
    * VGPU_LOG_LEVEL still wins over both. */
   vg_log_set_default(opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
@@ -301,6 +322,7 @@ int main(int argc, char **argv) {
   int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sigfd < 0) {
     perror("vgpu-device-plugin: signalfd");
+    vg_assign_key_free(agent_opts.assignment_key);
     return 1;
   }
 
@@ -328,6 +350,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vgpu-device-plugin: %s\n", agent_err.msg);
     vg_plugin_destroy(&plugin);
     vg_plugin_config_free(&cfg);
+    vg_assign_key_free(agent_opts.assignment_key);
     close(sigfd);
     return 2;
   }
@@ -341,6 +364,7 @@ int main(int argc, char **argv) {
   vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);
   vg_plugin_config_free(&cfg);
+  vg_assign_key_free(agent_opts.assignment_key);
   close(sigfd);
   return rc;
 }

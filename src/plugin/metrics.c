@@ -455,7 +455,7 @@ static void print_agent(FILE *f, const struct scrape *s) {
                                {"error", g.errors}};
     by_result(f, "vgpu_allocate_checks_total",
               "Allocates checked for the scheduler's placement, by outcome (refused: the pod "
-              "was not placed by vgpu-scheduler).",
+              "was not placed by vgpu-scheduler, or its assignment is not signed by it).",
               node, r, 4);
   }
 }

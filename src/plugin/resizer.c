@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "assignment_mac.h"
 #include "grant.h"
 #include "json_get.h"
 #include "k8s.h"
@@ -28,6 +29,7 @@ struct open_pod {
 
 struct vg_resizer {
   struct vg_k8s_client *k8s;
+  struct vg_assign_key *key; /* borrowed; NULL: assignments are not signed */
   char node[256];
   json_object *list;
   size_t n;
@@ -36,7 +38,7 @@ struct vg_resizer {
 };
 
 struct vg_resizer *vg_resizer_begin(struct vg_k8s_client *k8s, const char *node,
-                                    struct vg_err *err) {
+                                    struct vg_assign_key *key, struct vg_err *err) {
   if (k8s == NULL || node == NULL || node[0] == '\0') return NULL;
   json_object *list = NULL;
   if (vg_k8s_list_pods_selected(k8s, node, VG_RESIZE_LABEL "=" VG_RESIZE_LABEL_OPEN, &list, NULL, 0,
@@ -53,6 +55,7 @@ struct vg_resizer *vg_resizer_begin(struct vg_k8s_client *k8s, const char *node,
     return NULL;
   }
   r->k8s = k8s;
+  r->key = key;
   snprintf(r->node, sizeof(r->node), "%s", node);
   r->list = list;
   r->n = n;
@@ -160,12 +163,32 @@ static int put_in_force(struct vg_shm *shm, const char *grant_dir, const struct 
   return 0;
 }
 
+/* Did vgpu-scheduler sign pod's assignment (with a key; assignment_mac.h)?
+ * Else err says why: a resize Accepted into a forged assignment grants
+ * nothing. */
+static bool signed_assignment(const struct vg_resizer *r, json_object *pod,
+                              const struct vg_pod_devices *d, struct vg_err *err) {
+  if (r->key == NULL) return true;
+  struct vg_err detail = {""};
+  enum vg_assign_trust t = vg_assign_verify_pod(r->key, pod, r->node, &detail);
+  if (t == VG_ASSIGN_SIGNED) return true;
+  char why[VG_ERR_MAX + 400];
+  vg_assign_trust_refusal(t, d->ns, d->pod, &detail, why, sizeof(why));
+  vg_err_set(err, "%s", why);
+  return false;
+}
+
 /* The grant with this container's entry of vgpu.io/assigned. */
-static int grant_of_assignment(json_object *pod, const struct vg_pod_devices *d,
-                               const struct vg_grant *now, struct vg_grant *g, struct vg_err *err) {
+static int grant_of_assignment(const struct vg_resizer *r, json_object *pod,
+                               const struct vg_pod_devices *d, const struct vg_grant *now,
+                               struct vg_grant *g, struct vg_err *err) {
   struct vg_assignment a;
   int has = vg_assign_from_pod(pod, &a, err);
   if (has <= 0) return has == 0 ? vg_err_set(err, "the pod has no %s", VG_ASSIGNED_ANNOTATION) : -1;
+  if (!signed_assignment(r, pod, d, err)) {
+    vg_assign_free(&a);
+    return -1;
+  }
   const struct vg_assign_ctr *c = vg_assign_find(&a, d->container, d->resource);
   int rc = c ? 0 : vg_err_set(err, "%s has no container %s", VG_ASSIGNED_ANNOTATION, d->container);
   *g = *now;
@@ -225,8 +248,8 @@ static void apply_answer(struct vg_resizer *r, struct open_pod *op, const struct
                          struct vg_shm *shm, const char *dir, const struct vg_grant *now) {
   struct vg_grant g;
   struct vg_err err = {""};
-  bool ok =
-      grant_of_assignment(op->pod, d, now, &g, &err) == 0 && put_in_force(shm, dir, &g, &err) == 0;
+  bool ok = grant_of_assignment(r, op->pod, d, now, &g, &err) == 0 &&
+            put_in_force(shm, dir, &g, &err) == 0;
   const struct vg_resize_status *st = &op->v.status;
   if (st->phase != VG_RESIZE_ACCEPTED) { /* Refused or Applied: end it, the grant restored */
     if (!ok)

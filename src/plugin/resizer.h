@@ -33,11 +33,13 @@
 
 struct vg_k8s_client;
 struct vg_resizer;
+struct vg_assign_key;
 
 /* NULL when no pod on node has an open request (or the list failed: err;
- * the next pass tries again). */
+ * the next pass tries again). key (borrowed, may be NULL): a grant is taken
+ * only from an assignment vgpu-scheduler signed (assignment_mac.h). */
 struct vg_resizer *vg_resizer_begin(struct vg_k8s_client *k8s, const char *node,
-                                    struct vg_err *err);
+                                    struct vg_assign_key *key, struct vg_err *err);
 /* A container bound on this node: d names it, shm is its slot's region and
  * slot_dir the slot directory (where grant/ lives). */
 void vg_resizer_container(struct vg_resizer *r, const struct vg_pod_devices *d, struct vg_shm *shm,

@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "assignment_mac.h"
 #include "k8s.h"
 #include "plugin_fixture.h"
 
@@ -291,6 +292,133 @@ static void test_foreign_assignment_refused(void **state) {
                          "nvidia.com/vgpu)"));
 }
 
+/* ---- signed assignments (--assignment-key) ---- */
+
+/* A pod with a given UID, its assignment and (if mac) its MAC. */
+static void add_signed_pod(struct setup *s, const char *name, const char *uid, const char *assigned,
+                           const char *mac) {
+  json_object *pod = json_tokener_parse(
+      "{\"metadata\":{\"namespace\":\"default\",\"annotations\":{}},\"spec\":{\"nodeName\":"
+      "\"node1\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":"
+      "{\"nvidia.com/vgpu\":\"1\"}}}]}}");
+  json_object *meta = json_object_object_get(pod, "metadata");
+  json_object *ann = json_object_object_get(meta, "annotations");
+  json_object_object_add(meta, "name", json_object_new_string(name));
+  json_object_object_add(meta, "uid", json_object_new_string(uid));
+  json_object_object_add(ann, VG_ASSIGNED_ANNOTATION, json_object_new_string(assigned));
+  if (mac != NULL)
+    json_object_object_add(ann, VG_ASSIGNED_MAC_ANNOTATION, json_object_new_string(mac));
+  assert_true(api(s, "POST", "/_test/pods", json_object_to_json_string(pod), NULL, 0) < 300);
+  json_object_put(pod);
+}
+
+/* n bytes into the test's directory as name; its path in path. */
+static void write_key_file(struct setup *s, const char *name, const void *bytes, size_t n,
+                           char *path, size_t len) {
+  snprintf(path, len, "%s/%s", s->env.dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(bytes, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+static const unsigned char KEY[32] = "vgpu-test-assignment-key-32-byte";
+
+static char *mac_of(const char *uid, const char *name, const char *node, const char *assigned) {
+  static char mac[VG_ASSIGN_MAC_TEXT_MAX];
+  struct vg_assign_subject subj = {uid, "default", name, node, assigned};
+  struct vg_err err;
+  if (vg_assign_mac_with(KEY, sizeof(KEY), &subj, mac, &err) != 0) fail_msg("%s", err.msg);
+  return mac;
+}
+
+/* Why Allocate refused the pod, from the fake kubelet's answer. */
+static const char *refusal(const char *r) {
+  static char why[2048];
+  json_object *o = json_tokener_parse(r), *v;
+  if (o == NULL || !json_object_object_get_ex(o, "details", &v)) fail_msg("admitted: %s", r);
+  snprintf(why, sizeof(why), "%s", json_object_get_string(v));
+  json_object_put(o);
+  return why;
+}
+
+/* The plugin started with --assignment-key: Allocate admits a pod whose
+ * assignment vgpu-scheduler signed for it and this node (and the binder
+ * grants it), and refuses, with one line naming what is wrong, a pod with
+ * an unsigned assignment, one with the MAC of another pod (its UID
+ * differs: what a copy of a running pod's annotations carries), one signed
+ * for another node, and one with a MAC edited by hand. */
+static void test_gate_checks_signature(void **state) {
+  struct setup *s = *state;
+  char keyfile[600];
+  write_key_file(s, "assignment.key", KEY, sizeof(KEY), keyfile, sizeof(keyfile));
+  s->extra_args[0] = "--assignment-key";
+  s->extra_args[1] = keyfile;
+  char u0[128], u1[128];
+  two_gpu_node(s, u0, u1);
+  char text[1024];
+  snprintf(text, sizeof(text), "%s", one_gpu_assignment(u1, 2000 * MIB, 20));
+  add_signed_pod(s, "signed", "uid-signed", text, mac_of("uid-signed", "signed", "node1", text));
+  add_signed_pod(s, "unsigned", "uid-unsigned", text, NULL);
+  add_signed_pod(s, "copied", "uid-copied", text, mac_of("uid-signed", "copied", "node1", text));
+  add_signed_pod(s, "elsewhere", "uid-elsewhere", text,
+                 mac_of("uid-elsewhere", "elsewhere", "node2", text));
+  char edited[VG_ASSIGN_MAC_TEXT_MAX];
+  snprintf(edited, sizeof(edited), "%s", mac_of("uid-edited", "edited", "node1", text));
+  edited[10] = edited[10] == '0' ? '1' : '0';
+  add_signed_pod(s, "edited", "uid-edited", text, edited);
+
+  static const char *const cases[][2] = {
+      {"unsigned", "(vgpu.io/assigned-mac missing)"},
+      {"copied", "(vgpu.io/assigned-mac does not match)"},
+      {"elsewhere", "(vgpu.io/assigned-mac does not match)"},
+      {"edited", "(vgpu.io/assigned-mac does not match)"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *why = refusal(fake(s, "admit default %s c nvidia.com/vgpu 1", cases[i][0]));
+    char want[300];
+    snprintf(want, sizeof(want),
+             "pod default/%s carries a vgpu.io/assigned that vgpu-scheduler did not sign %s: ",
+             cases[i][0], cases[i][1]);
+    if (strncmp(why, want, strlen(want)) != 0) fail_msg("%s: %s", cases[i][0], why);
+    assert_true(wait_log(s, want, 5));
+  }
+  char slots[600];
+  snprintf(slots, sizeof(slots), "%s/slots", s->state_dir);
+  assert_int_equal(access(slots, F_OK), -1); /* nothing was made for them */
+
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default signed c nvidia.com/vgpu 1"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_placed(r, u1, 2000 * MIB, 20);
+
+  /* The key file goes (a Secret deleted): every GPU pod is refused. */
+  assert_int_equal(unlink(keyfile), 0);
+  add_signed_pod(s, "later", "uid-later", text, mac_of("uid-later", "later", "node1", text));
+  const char *why = refusal(fake(s, "admit default later c nvidia.com/vgpu 1"));
+  if (strstr(why, "the node agent cannot check that vgpu-scheduler signed") == NULL ||
+      strstr(why, keyfile) == NULL)
+    fail_msg("without the key: %s", why);
+}
+
+/* A key file too short is refused at start, with the reason. */
+static void test_short_key_refused_at_start(void **state) {
+  struct setup *s = *state;
+  char keyfile[600];
+  write_key_file(s, "short.key", "short", 5, keyfile, sizeof(keyfile));
+  char *argv[] = {(char *)vg_build_path("bin/vgpu-device-plugin"),
+                  "--assignment-key",
+                  keyfile,
+                  "--kubelet-socket",
+                  "",
+                  NULL};
+  static struct vg_run run;
+  assert_int_equal(vg_run(&s->env, argv, &run), 2);
+  if (strstr(run.err, "vgpu-device-plugin: --assignment-key: assignment key ") == NULL ||
+      strstr(run.err, "holds 5 bytes; it needs at least 32 random bytes") == NULL)
+    fail_msg("stderr: %s", run.err);
+}
+
 /* ---- through the real scheduler ---- */
 
 /* The pod's assignment as the API server holds it. */
@@ -432,6 +560,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_api_down_still_serves, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unplaced_pod_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_foreign_assignment_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gate_checks_signature, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_short_key_refused_at_start, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scheduler_fifty_pods, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "assignment.h"
+#include "assignment_mac.h"
 #include "binder.h"
 #include "slot.h"
 #include "config.h"
@@ -924,6 +926,70 @@ static void test_resize_node_side(void **state) {
   vg_binder_stop(b);
 }
 
+/* vgpu-scheduler's MAC for pod's assignment text on node1, under key. */
+static char *mac_for(struct vg_assign_key *key, const char *pod, const char *assigned) {
+  json_object *o = NULL;
+  struct vg_err err = {""};
+  char path[200];
+  snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", pod);
+  if (vg_k8s_call(k8s, "GET", path, NULL, NULL, &o, &err) != 0) fail_msg("%s", err.msg);
+  struct vg_assign_subject subj = {vg_json_get_str(vg_json_get(o, "metadata"), "uid"), "default",
+                                   pod, "node1", assigned};
+  static char mac[VG_ASSIGN_MAC_TEXT_MAX];
+  if (vg_assign_sign(key, &subj, mac, &err) != 0) fail_msg("%s", err.msg);
+  json_object_put(o);
+  return mac;
+}
+
+/* With an assignment key, the binder grants only what vgpu-scheduler
+ * signed for that very pod: an unsigned assignment, and one carrying the
+ * MAC of another pod (same assignment text, another UID), stay pending. */
+static void test_unsigned_assignment_stays_pending(void **state) {
+  (void)state;
+  char keyfile[600];
+  snprintf(keyfile, sizeof(keyfile), "%s/assignment.key", tmpdir);
+  FILE *f = fopen(keyfile, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite("0123456789abcdef0123456789abcdef", 1, 32, f), 32);
+  assert_int_equal(fclose(f), 0);
+  struct vg_err err = {""};
+  struct vg_assign_key *key = vg_assign_key_open(keyfile, &err);
+  assert_non_null(key);
+  const char *ids[3][1] = {{"GPU-mmmm::0"}, {"GPU-mmmm::1"}, {"GPU-mmmm::2"}};
+  const char *pods[3] = {"mac-signed", "mac-unsigned", "mac-copied"};
+  char *text = assigned_text("GPU-mmmm", 1500 * MIB, 40);
+  for (int i = 0; i < 3; i++) {
+    add_pod(pods[i], "{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"6000\"}");
+    make_pending(ids[i], 1);
+    assign(pods[i], "nvidia.com/vgpu", ids[i], 1);
+  }
+  const char *signed_kv[] = {VG_ASSIGNED_ANNOTATION, text, VG_ASSIGNED_MAC_ANNOTATION,
+                             mac_for(key, "mac-signed", text), NULL};
+  patch_meta("mac-signed", NULL, signed_kv);
+  const char *unsigned_kv[] = {VG_ASSIGNED_ANNOTATION, text, NULL};
+  patch_meta("mac-unsigned", NULL, unsigned_kv);
+  patch_meta("mac-copied", NULL, signed_kv); /* the signed pod's MAC, copied */
+
+  struct vg_binder *b = new_binder(k8s, pr_socket);
+  vg_binder_set_node(b, "node1");
+  vg_binder_set_assignment_key(b, key);
+  assert_int_equal(vg_binder_run_once(b, &err), 1);
+  expect_limits(ids[0], 1500 * MIB, 40); /* the assignment's, not the pod's own 6000 MiB */
+  struct seen s;
+  for (int i = 1; i < 3; i++) {
+    read_region(ids[i], 1, &s);
+    assert_true(s.pending);
+    assert_int_equal(s.grant_rc, 1);
+  }
+  struct vg_binder_stats st;
+  vg_binder_get_stats(b, &st);
+  assert_int_equal(st.unbindable, 2);
+  vg_binder_stop(b);
+  vg_assign_key_free(key);
+  free(text);
+  for (int i = 0; i < 3; i++) kubelet("unassign default %s", pods[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slot_hash),
@@ -939,6 +1005,7 @@ int main(void) {
       cmocka_unit_test(test_apiserver_down_then_retries),
       cmocka_unit_test(test_concurrent_50_pods),
       cmocka_unit_test(test_resize_node_side),
+      cmocka_unit_test(test_unsigned_assignment_stays_pending),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
