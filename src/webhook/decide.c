@@ -191,6 +191,8 @@ static const struct guarded {
 } guarded[] = {
     {VG_WH_ASSIGNED_ANNOTATION, true, false,
      "the GPU slices placed, from which the node agent grants each container its limits"},
+    {VG_WH_ASSIGNED_MAC_ANNOTATION, true, false,
+     "vgpu-scheduler's signature over vgpu.io/assigned, which the node agent checks"},
     {VG_RESIZE_NODE_ANNOTATION, false, true,
      "that the node checked a resize request and put any decrease in force"},
     {VG_RESIZE_STATUS_ANNOTATION, true, true, "a resize request's outcome"},

@@ -23,6 +23,9 @@
  *                          container's grant from it; the Binding writes it
  *                          first, without a Pod UPDATE, and a resize
  *                          rewrites it)
+ *   vgpu.io/assigned-mac   the scheduler's: its signature over the above,
+ *                          which the node agent checks (so a forgery fails
+ *                          even while this webhook is down)
  *   vgpu.io/resize-node    the node agent's
  *   vgpu.io/resize-status  the scheduler's and the node agent's
  *
@@ -49,6 +52,7 @@
 /* What the API server defaults an absent spec.schedulerName to. */
 #define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
 #define VG_WH_ASSIGNED_ANNOTATION "vgpu.io/assigned"
+#define VG_WH_ASSIGNED_MAC_ANNOTATION "vgpu.io/assigned-mac"
 
 enum vg_wh_verdict { VG_WH_ALLOW, VG_WH_ROUTE, VG_WH_REFUSE };
 

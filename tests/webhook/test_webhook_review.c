@@ -349,6 +349,23 @@ static void test_assignment_annotation_guarded(void **state) {
   assert_refused(review_pod(strdup(POD_ASSIGNED("\"\""))), "vgpu.io/assigned", "created");
 }
 
+/* vgpu.io/assigned-mac, the scheduler's signature over vgpu.io/assigned,
+ * is guarded exactly like it: only the scheduler changes it, nobody brings
+ * it along at creation. */
+#define POD_MAC(v) POD_ANN("{\"vgpu.io/assigned-mac\":" v "}")
+static void test_assignment_mac_guarded(void **state) {
+  (void)state;
+  const char *mine = POD_MAC("\"v1:00\""), *other = POD_MAC("\"v1:01\"");
+  assert_unchanged(update_as("alice", mine, mine));
+  assert_refused(update_as("alice", mine, other), "vgpu.io/assigned-mac", "cannot be changed");
+  assert_refused(update_as("alice", POD_PLAIN, mine), "vgpu.io/assigned-mac", "cannot be changed");
+  assert_refused(update_as("alice", mine, POD_PLAIN), "vgpu.io/assigned-mac", "cannot be changed");
+  assert_refused(update_as(NODE, mine, other), "vgpu.io/assigned-mac", "user " NODE);
+  assert_unchanged(update_as(SCHED, mine, other));
+  assert_unchanged(update_as(SCHED, POD_PLAIN, mine));
+  assert_refused(review_pod(strdup(mine)), "vgpu.io/assigned-mac", "cannot be created with it");
+}
+
 /* The refusals word for word: the annotation, who may change it, who tried. */
 static void test_guard_messages(void **state) {
   (void)state;
@@ -649,6 +666,7 @@ int main(void) {
       cmocka_unit_test(test_init_container_refused),
       cmocka_unit_test(test_not_pod_create),
       cmocka_unit_test(test_assignment_annotation_guarded),
+      cmocka_unit_test(test_assignment_mac_guarded),
       cmocka_unit_test(test_guard_messages),
       cmocka_unit_test(test_resize_node_guarded),
       cmocka_unit_test(test_resize_status_guarded),
