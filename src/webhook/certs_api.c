@@ -25,21 +25,29 @@ static char *text_of(json_object *o) {
   return out;
 }
 
-char *vg_wh_secret_json(const char *ns, const char *name, const struct vg_wh_pem *pem,
-                        const char *resource_version) {
+json_object *vg_wh_secret_object(const char *ns, const char *name, const char *type,
+                                 const char *app) {
   json_object *s = json_object_new_object(), *meta = json_object_new_object();
-  json_object *labels = json_object_new_object(), *data = json_object_new_object();
+  json_object *labels = json_object_new_object();
   json_object_object_add(s, "apiVersion", json_object_new_string("v1"));
   json_object_object_add(s, "kind", json_object_new_string("Secret"));
   json_object_object_add(meta, "name", json_object_new_string(name));
   json_object_object_add(meta, "namespace", json_object_new_string(ns));
-  if (resource_version != NULL)
-    json_object_object_add(meta, "resourceVersion", json_object_new_string(resource_version));
-  json_object_object_add(labels, "app.kubernetes.io/name", json_object_new_string("vgpu-webhook"));
+  json_object_object_add(labels, "app.kubernetes.io/name", json_object_new_string(app));
   json_object_object_add(labels, "app.kubernetes.io/part-of", json_object_new_string("vgpu"));
   json_object_object_add(meta, "labels", labels);
   json_object_object_add(s, "metadata", meta);
-  json_object_object_add(s, "type", json_object_new_string("kubernetes.io/tls"));
+  json_object_object_add(s, "type", json_object_new_string(type));
+  return s;
+}
+
+char *vg_wh_secret_json(const char *ns, const char *name, const struct vg_wh_pem *pem,
+                        const char *resource_version) {
+  json_object *s = vg_wh_secret_object(ns, name, "kubernetes.io/tls", "vgpu-webhook");
+  json_object *data = json_object_new_object();
+  if (resource_version != NULL)
+    json_object_object_add(vg_json_get(s, "metadata"), "resourceVersion",
+                           json_object_new_string(resource_version));
   add_b64(data, "tls.crt", pem->cert);
   add_b64(data, "tls.key", pem->key);
   add_b64(data, "ca.crt", pem->ca_cert);

@@ -22,6 +22,11 @@ struct vg_wh_certs_options {
   unsigned min_days; /* an existing pair with less left is replaced */
 };
 
+/* A Secret object ns/name of type, labelled app and part of vgpu, without
+ * data (caller puts). */
+json_object *vg_wh_secret_object(const char *ns, const char *name, const char *type,
+                                 const char *app);
+
 /* The Secret (type kubernetes.io/tls: tls.crt, tls.key, and ca.crt) as JSON
  * text; resource_version (may be NULL) makes it a guarded update. */
 char *vg_wh_secret_json(const char *ns, const char *name, const struct vg_wh_pem *pem,

@@ -1,8 +1,10 @@
 /*
  * certs_main.c -- `vgpu-webhook certs`: run once as a Kubernetes Job
  * (deploy/base/webhook.yaml) to make the serving certificate Secret and put
- * its CA into the MutatingWebhookConfiguration (certs_api.h); or, with
- * --out-dir, only write the three PEM files (local runs, tests, e2e).
+ * its CA into the MutatingWebhookConfiguration (certs_api.h), and with
+ * --assignment-key-secret the Secret of the cluster's assignment key
+ * (assign_key_secret.h); or, with --out-dir, only write the three PEM files
+ * (local runs, tests, e2e).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign_key_secret.h"
 #include "certs_api.h"
 #include "log.h"
 #include "main.h"
@@ -20,7 +23,7 @@ static void usage(FILE *f) {
       f,
       "usage: vgpu-webhook certs [--namespace NS] [--service NAME] [--secret NAME]\n"
       "                          [--webhook-config NAME] [--days N] [--kubeconfig FILE]\n"
-      "                          [--out-dir DIR]\n"
+      "                          [--assignment-key-secret NAME] [--out-dir DIR]\n"
       "  --namespace NS          the webhook Service's and the Secret's namespace\n"
       "                          (default vgpu-system)\n"
       "  --service NAME          the webhook Service; the certificate names NAME, NAME.NS,\n"
@@ -31,6 +34,11 @@ static void usage(FILE *f) {
       "                          (default vgpu-webhook)\n"
       "  --days N                validity of a new CA and certificate (default 3650); an\n"
       "                          existing pair with under 30 days left is replaced\n"
+      "  --assignment-key-secret NAME\n"
+      "                          also make the Secret NAME in the namespace holding the\n"
+      "                          cluster's assignment key (data.key: 32 random bytes), with\n"
+      "                          which vgpu-scheduler signs vgpu.io/assigned; an existing one\n"
+      "                          is kept (docs/security.md)\n"
       "  --kubeconfig FILE       API access (default $KUBECONFIG, else in-cluster)\n"
       "  --out-dir DIR           only write DIR/ca.crt, DIR/tls.crt, DIR/tls.key; no API\n"
       "  --help, --version\n");
@@ -70,27 +78,34 @@ static int write_files(const struct vg_wh_certs_options *o, const char *dir, str
 }
 
 static int against_api(const struct vg_wh_certs_options *o, const char *kubeconfig,
-                       struct vg_err *err) {
+                       const char *key_secret, struct vg_err *err) {
   struct vg_k8s_config cfg = {0};
   if (vg_k8s_config_load(&cfg, kubeconfig, err) != 0) return -1;
   struct vg_k8s_client *c = vg_k8s_client_new(&cfg, err);
   vg_k8s_config_free(&cfg);
   if (c == NULL) return -1;
-  int rc = vg_wh_certs_run(c, o, err);
+  /* The key first: the extender's and the agents' pods wait for its volume. */
+  int rc = key_secret != NULL ? vg_wh_assign_key_ensure(c, o->namespace_, key_secret, err) : 0;
+  if (rc == 0) rc = vg_wh_certs_run(c, o, err);
   vg_k8s_client_free(c);
   return rc;
 }
 
 int vg_wh_certs_main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"namespace", required_argument, NULL, 'n'}, {"service", required_argument, NULL, 's'},
-      {"secret", required_argument, NULL, 'S'},    {"webhook-config", required_argument, NULL, 'w'},
-      {"days", required_argument, NULL, 'd'},      {"kubeconfig", required_argument, NULL, 'k'},
-      {"out-dir", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
+                                       {"service", required_argument, NULL, 's'},
+                                       {"secret", required_argument, NULL, 'S'},
+                                       {"webhook-config", required_argument, NULL, 'w'},
+                                       {"days", required_argument, NULL, 'd'},
+                                       {"kubeconfig", required_argument, NULL, 'k'},
+                                       {"out-dir", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"assignment-key-secret", required_argument, NULL, 'K'},
+                                       {"version", no_argument, NULL, 'V'},
+                                       {NULL, 0, NULL, 0}};
   struct vg_wh_certs_options o = {"vgpu-system",  "vgpu-webhook", "vgpu-webhook-tls",
                                   "vgpu-webhook", 3650,           30};
-  const char *kubeconfig = NULL, *out_dir = NULL;
+  const char *kubeconfig = NULL, *out_dir = NULL, *key_secret = NULL;
   vg_log_set_default(VG_LOG_INFO);
   for (int c; (c = vg_getopt_long(argc, argv, "", opts, "vgpu-webhook certs")) != -1;) {
     if (c == 'n')
@@ -105,6 +120,8 @@ int vg_wh_certs_main(int argc, char **argv) {
       kubeconfig = optarg;
     else if (c == 'o')
       out_dir = optarg;
+    else if (c == 'K')
+      key_secret = optarg;
     else if (c == 'h')
       return usage(stdout), 0;
     else if (c == 'V')
@@ -115,8 +132,15 @@ int vg_wh_certs_main(int argc, char **argv) {
     }
   }
   if (optind != argc) return usage(stderr), 2;
+  if (out_dir != NULL && key_secret != NULL) {
+    fprintf(stderr,
+            "vgpu-webhook certs: --assignment-key-secret makes a Secret through the API; "
+            "it does not go with --out-dir\n");
+    return 2;
+  }
   struct vg_err err = {{0}};
-  int rc = out_dir != NULL ? write_files(&o, out_dir, &err) : against_api(&o, kubeconfig, &err);
+  int rc = out_dir != NULL ? write_files(&o, out_dir, &err)
+                           : against_api(&o, kubeconfig, key_secret, &err);
   if (rc != 0) {
     fprintf(stderr, "vgpu-webhook certs: %s\n", err.msg);
     return 1;

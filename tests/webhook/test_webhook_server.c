@@ -18,6 +18,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "assign_key_secret.h"
 #include "base64.h"
 #include "certs_api.h"
 #include "json_get.h"
@@ -299,6 +300,37 @@ static void test_secret_body(void **state) {
   vg_wh_pem_free(&pem);
 }
 
+/* The assignment key's Secret as the Job writes it: Opaque, data.key the
+ * key's bytes in base64, read back as usable; a short or missing key is
+ * named (the Job then stops rather than replace it). */
+static void test_assignment_key_secret(void **state) {
+  (void)state;
+  unsigned char key[32];
+  for (int i = 0; i < 32; i++) key[i] = (unsigned char)(255 - i);
+  char *text = vg_wh_assign_key_secret_json("vgpu-system", "vgpu-assignment-key", key, 32);
+  json_object *s = json_tokener_parse(text);
+  free(text);
+  assert_string_equal(vg_json_get_str(s, "type"), "Opaque");
+  assert_string_equal(vg_json_get_str(vg_json_get(s, "metadata"), "name"), "vgpu-assignment-key");
+  size_t len = 0;
+  char *back = vg_base64_decode(vg_json_get_str(vg_json_get(s, "data"), "key"), &len);
+  assert_int_equal(len, 32);
+  assert_memory_equal(back, key, 32);
+  free(back);
+  struct vg_err err = {{0}};
+  assert_int_equal(vg_wh_assign_key_check(s, &err), 0);
+  json_object_put(s);
+  text = vg_wh_assign_key_secret_json("ns", "k", key, 31);
+  s = json_tokener_parse(text);
+  free(text);
+  assert_int_equal(vg_wh_assign_key_check(s, &err), -1);
+  assert_string_equal(err.msg, "data.key holds 31 bytes, not at least 32");
+  json_object_object_del(vg_json_get(s, "data"), "key");
+  assert_int_equal(vg_wh_assign_key_check(s, &err), -1);
+  assert_string_equal(err.msg, "data.key is missing or not base64");
+  json_object_put(s);
+}
+
 /* The caBundle patch: each webhook, guarded by its name; nothing when all
  * already hold the CA; refused when there is no webhook. */
 static void test_cabundle_patch(void **state) {
@@ -341,6 +373,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
       cmocka_unit_test(test_certificate_contents),
       cmocka_unit_test(test_secret_body),
+      cmocka_unit_test(test_assignment_key_secret),
       cmocka_unit_test(test_cabundle_patch),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
