@@ -144,8 +144,10 @@ def check_rbac(objs):
     check(auth["metadata"]["namespace"] == "kube-system",
           "the authentication reader binding lives in kube-system")
     wh = rules_of(objs[("Role", "vgpu-webhook-certs")])
-    check(wh == {"secrets": {"create"}, "secrets@vgpu-webhook-tls": {"get", "update"}},
-          "certs Job Role: create secrets, get/update vgpu-webhook-tls only: %s" % wh)
+    check(wh == {"secrets": {"create"}, "secrets@vgpu-webhook-tls": {"get", "update"},
+                 "secrets@vgpu-assignment-key": {"get"}},
+          "certs Job Role: create secrets, get/update vgpu-webhook-tls, get "
+          "vgpu-assignment-key only: %s" % wh)
     whc = rules_of(objs[("ClusterRole", "vgpu-webhook-certs")])
     check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"}},
           "certs Job ClusterRole: get/patch the one webhook configuration: %s" % whc)
@@ -242,6 +244,27 @@ def dialect_resources(config):
         elif name == "cce":
             out |= {"volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"}
     return out
+
+
+def check_assignment_key(objs):
+    """The Job makes the Secret vgpu-assignment-key; the extender and the
+    node agent mount it read-only and name its file in --assignment-key."""
+    job = objs[("Job", "vgpu-webhook-certs")]["spec"]["template"]["spec"]
+    check("--assignment-key-secret=vgpu-assignment-key" in job["containers"][0]["command"],
+          "certs Job makes the Secret vgpu-assignment-key")
+    sched = objs[("Deployment", "vgpu-scheduler")]["spec"]["template"]["spec"]
+    ds = objs[("DaemonSet", "vgpu-device-plugin")]["spec"]["template"]["spec"]
+    ext = [c for c in sched["containers"] if c["name"] == "extender"][0]
+    for pod, ctr, what in ((sched, ext, "extender"), (ds, ds["containers"][0], "device plugin")):
+        vols = [v["name"] for v in pod["volumes"]
+                if v.get("secret", {}).get("secretName") == "vgpu-assignment-key"]
+        check(len(vols) == 1, "%s pod mounts Secret vgpu-assignment-key" % what)
+        mount = [m for m in ctr.get("volumeMounts", []) if vols and m["name"] == vols[0]]
+        check(len(mount) == 1 and mount[0].get("readOnly") is True,
+              "%s mounts the assignment key read-only" % what)
+        if mount:
+            check("--assignment-key=%s/key" % mount[0]["mountPath"] in ctr["command"],
+                  "%s --assignment-key names the mounted key" % what)
 
 
 def check_scheduler(objs, config):
@@ -418,6 +441,7 @@ def check_overlay(cmd, overlay, config_file, bindir):
     config = check_daemonset(objs, overlay, config_file)
     check_scheduler(objs, config)
     check_webhook(objs)
+    check_assignment_key(objs)
 
 
     check_images(objs)
