@@ -1077,6 +1077,105 @@ def admission_webhook_down(ctx):
     delete_pods(ctx)
 
 
+def webhook_configs():
+    """vgpu's admission webhook configurations: (kind, name, its webhooks)."""
+    out = []
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        items = json.loads(kube.kubectl("get", kind, "-o", "json"))["items"]
+        out += [(kind, o["metadata"]["name"], o.get("webhooks") or [])
+                for o in items if "vgpu" in o["metadata"]["name"]]
+    return out
+
+
+def set_failure_policies(policies):
+    """{(kind, name): [policy per webhook]} applied by a JSON patch each."""
+    for (kind, name), pols in policies.items():
+        ops = [{"op": "replace", "path": "/webhooks/%d/failurePolicy" % i, "value": p}
+               for i, p in enumerate(pols)]
+        if ops:
+            kube.kubectl("patch", kind, name, "--type", "json", "-p", json.dumps(ops))
+
+
+class WebhookBypassed:
+    """What a tenant meets during a webhook outage where the webhook is
+    failurePolicy Ignore: no webhook pod, every vgpu webhook set to Ignore;
+    both restored on exit."""
+
+    def __enter__(self):
+        self.saved = {(k, n): [w.get("failurePolicy", "Fail") for w in hooks]
+                      for k, n, hooks in webhook_configs()}
+        kube.kubectl("-n", install.NS, "scale", "deployment/vgpu-webhook", "--replicas=0")
+        set_failure_policies({key: ["Ignore"] * len(p) for key, p in self.saved.items()})
+        kube.wait_for("the webhook's endpoints to empty", lambda: not webhook_endpoints(), 90,
+                      state=lambda: json.dumps(kube.get("endpoints", "vgpu-webhook", install.NS)))
+        return self
+
+    def __exit__(self, *exc):
+        set_failure_policies(self.saved)
+        kube.kubectl("-n", install.NS, "scale", "deployment/vgpu-webhook", "--replicas=2")
+        kube.kubectl("-n", install.NS, "rollout", "status", "deployment/vgpu-webhook",
+                     "--timeout=120s", timeout=140)
+        return False
+
+
+@case("assignment-mac-forged")
+def assignment_mac_forged(ctx):
+    """While the webhook is down and set to Ignore, a tenant creates pods with
+    spec.nodeName and vgpu.io/assigned copied from a running vgpu pod (with
+    its vgpu.io/assigned-mac, or raised to the whole GPU without one): the
+    kubelet refuses them at admission with the node agent's reason (the MAC
+    is bound to the pod's UID), the refusals are counted, no memory is
+    granted, and the pod vgpu-scheduler placed keeps running with its
+    limits."""
+    src = "mac-source"
+    log = run_pod(ctx, src, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"})
+    check_inside(src, log, 1000 * MIB)
+    ann = kube.get("pod", src, NS)["metadata"]["annotations"]
+    state = kube.pod_summary(src, NS)
+    check(ann.get("vgpu.io/assigned-mac", "").startswith("v1:"),
+          "vgpu-scheduler's binding wrote no vgpu.io/assigned-mac", state)
+    bigger = json.loads(ann["vgpu.io/assigned"])
+    for c in bigger["containers"]:
+        for g in c["gpus"]:
+            g["memory"] = GPU_MEMORY
+    forgeries = {
+        "forged-copy": ({"vgpu.io/assigned": ann["vgpu.io/assigned"],
+                         "vgpu.io/assigned-mac": ann["vgpu.io/assigned-mac"]},
+                        "(vgpu.io/assigned-mac does not match)"),
+        "forged-bigger": ({"vgpu.io/assigned": json.dumps(bigger, separators=(",", ":"))},
+                          "(vgpu.io/assigned-mac missing)"),
+    }
+
+    def refused():
+        lines = metric_lines(ctx, "vgpu_allocate_checks_total", result="refused")
+        return sum(metric_value(line) for line in lines)
+    before = refused()
+    with WebhookBypassed():
+        for name, (annotations, _) in forgeries.items():
+            obj = pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"},
+                           scheduler=None, node_name=ctx.node, annotations=annotations)
+            err = create_refused(obj)
+            check(err is None, "the API server refused %s with the webhook bypassed: %s" %
+                  (name, err))
+            ctx.created.append(name)
+    for name, (_, detail) in forgeries.items():
+        kube.wait_phase(name, NS, ("Failed",), timeout=90)
+        pod = kube.get("pod", name, NS)
+        state = kube.pod_summary(name, NS)
+        want = ("pod %s/%s carries a vgpu.io/assigned that vgpu-scheduler did not sign %s" %
+                (NS, name, detail))
+        check(want in (pod["status"].get("message") or ""),
+              "the kubelet's refusal does not say %r" % want, state)
+        check(inspect_pod_memory(ctx, name) == 0, "inspect counts the refused pod", state)
+    check(refused() >= before + len(forgeries),
+          "vgpu_allocate_checks_total{result=refused} did not count the forgeries")
+    check(kube.pod_phase(src, NS) == "Running", "the placed pod stopped",
+          kube.pod_summary(src, NS))
+    check_inside(src, kube.wait_log(src, NS, "== done"), 1000 * MIB)
+    run_pod(ctx, "mac-after", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"})
+    delete_pods(ctx)
+
+
 # ---------------------------------------------------------------- the seeds
 
 SEEDS = os.path.join(install.ROOT, "tests", "e2e", "seeds")
