@@ -195,8 +195,10 @@ enum vg_assign_trust vg_assign_verify_pod(struct vg_assign_key *k, json_object *
   char want[VG_ASSIGN_MAC_TEXT_MAX];
   struct vg_err e = {""};
   if (s.uid == NULL || s.ns == NULL || s.name == NULL || s.node == NULL || s.assigned == NULL) {
-    vg_err_set(err, "%s does not match (the pod has no uid, namespace, name or node)",
-               VG_ASSIGNED_MAC_ANNOTATION);
+    vg_err_set(err,
+               "%s does not match (the pod lacks a uid, namespace, name or node, or %s is not "
+               "a string)",
+               VG_ASSIGNED_MAC_ANNOTATION, VG_ASSIGNED_ANNOTATION);
     return VG_ASSIGN_FORGED;
   }
   if (vg_assign_sign(k, &s, want, &e) != 0) {
