@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ static void usage(FILE *f) {
       f,
       "usage: vgpu-webhook certs [--namespace NS] [--service NAME] [--secret NAME]\n"
       "                          [--webhook-config NAME] [--days N] [--kubeconfig FILE]\n"
-      "                          [--assignment-key-secret NAME] [--out-dir DIR]\n"
+      "                          [--assignment-key-secret NAME [--assignment-key-only]]\n"
+      "                          [--out-dir DIR]\n"
       "  --namespace NS          the webhook Service's and the Secret's namespace\n"
       "                          (default vgpu-system)\n"
       "  --service NAME          the webhook Service; the certificate names NAME, NAME.NS,\n"
@@ -39,6 +41,8 @@ static void usage(FILE *f) {
       "                          cluster's assignment key (data.key: 32 random bytes), with\n"
       "                          which vgpu-scheduler signs vgpu.io/assigned; an existing one\n"
       "                          is kept (docs/security.md)\n"
+      "  --assignment-key-only   make only that Secret: no certificate, no caBundle (when\n"
+      "                          cert-manager issues the certificate)\n"
       "  --kubeconfig FILE       API access (default $KUBECONFIG, else in-cluster)\n"
       "  --out-dir DIR           only write DIR/ca.crt, DIR/tls.crt, DIR/tls.key; no API\n"
       "  --help, --version\n");
@@ -78,7 +82,7 @@ static int write_files(const struct vg_wh_certs_options *o, const char *dir, str
 }
 
 static int against_api(const struct vg_wh_certs_options *o, const char *kubeconfig,
-                       const char *key_secret, struct vg_err *err) {
+                       const char *key_secret, bool tls, struct vg_err *err) {
   struct vg_k8s_config cfg = {0};
   if (vg_k8s_config_load(&cfg, kubeconfig, err) != 0) return -1;
   struct vg_k8s_client *c = vg_k8s_client_new(&cfg, err);
@@ -86,7 +90,7 @@ static int against_api(const struct vg_wh_certs_options *o, const char *kubeconf
   if (c == NULL) return -1;
   /* The key first: the extender's and the agents' pods wait for its volume. */
   int rc = key_secret != NULL ? vg_wh_assign_key_ensure(c, o->namespace_, key_secret, err) : 0;
-  if (rc == 0) rc = vg_wh_certs_run(c, o, err);
+  if (rc == 0 && tls) rc = vg_wh_certs_run(c, o, err);
   vg_k8s_client_free(c);
   return rc;
 }
@@ -101,11 +105,13 @@ int vg_wh_certs_main(int argc, char **argv) {
                                        {"out-dir", required_argument, NULL, 'o'},
                                        {"help", no_argument, NULL, 'h'},
                                        {"assignment-key-secret", required_argument, NULL, 'K'},
+                                       {"assignment-key-only", no_argument, NULL, 'A'},
                                        {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
   struct vg_wh_certs_options o = {"vgpu-system",  "vgpu-webhook", "vgpu-webhook-tls",
                                   "vgpu-webhook", 3650,           30};
   const char *kubeconfig = NULL, *out_dir = NULL, *key_secret = NULL;
+  bool key_only = false;
   vg_log_set_default(VG_LOG_INFO);
   for (int c; (c = vg_getopt_long(argc, argv, "", opts, "vgpu-webhook certs")) != -1;) {
     if (c == 'n')
@@ -122,6 +128,8 @@ int vg_wh_certs_main(int argc, char **argv) {
       out_dir = optarg;
     else if (c == 'K')
       key_secret = optarg;
+    else if (c == 'A')
+      key_only = true;
     else if (c == 'h')
       return usage(stdout), 0;
     else if (c == 'V')
@@ -138,9 +146,13 @@ int vg_wh_certs_main(int argc, char **argv) {
             "it does not go with --out-dir\n");
     return 2;
   }
+  if (key_only && key_secret == NULL) {
+    fprintf(stderr, "vgpu-webhook certs: --assignment-key-only needs --assignment-key-secret\n");
+    return 2;
+  }
   struct vg_err err = {{0}};
   int rc = out_dir != NULL ? write_files(&o, out_dir, &err)
-                           : against_api(&o, kubeconfig, key_secret, &err);
+                           : against_api(&o, kubeconfig, key_secret, !key_only, &err);
   if (rc != 0) {
     fprintf(stderr, "vgpu-webhook certs: %s\n", err.msg);
     return 1;

@@ -455,6 +455,24 @@ def check_overlay(cmd, overlay, config_file, bindir):
     print("%s: %d objects checked" % (overlay, len(objs)))
 
 
+def check_cert_manager(cmd, bindir):
+    """With cert-manager issuing the certificate, the certs Job stays for the assignment
+    key alone (the scheduler's and the plugin's pods mount its Secret), with flags the
+    program documents."""
+    objs = index(render(cmd, "cert-manager"))
+    job = objs.get(("Job", "vgpu-webhook-certs"))
+    check(job is not None, "cert-manager overlay keeps the certs Job for the assignment key")
+    if job is None:
+        return
+    args = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    check("--assignment-key-secret=vgpu-assignment-key" in args and
+          "--assignment-key-only" in args and not any(a.startswith("--secret") for a in args),
+          "cert-manager overlay: the Job makes only vgpu-assignment-key: %s" % args)
+    check_assignment_key(objs)
+    if bindir:
+        check_flags(objs, bindir)
+
+
 def main():
     bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
     cmd = renderer()
@@ -464,6 +482,7 @@ def main():
     print("rendering with:", " ".join(cmd))
     for overlay, config_file in OVERLAYS.items():
         check_overlay(cmd, overlay, config_file, bindir)
+    check_cert_manager(cmd, bindir)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1
