@@ -1,6 +1,8 @@
 /* grant.c -- see grant.h. */
 #include "grant.h"
 
+#include "readall.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -122,17 +124,9 @@ int vg_grant_load(const char *dir, struct vg_grant *g, struct vg_err *err) {
   if (fd < 0 && errno == ENOENT) return 1;
   if (fd < 0) return vg_err_set(err, "cannot open the grant %s: %s", path, strerror(errno));
   size_t len = 0;
-  ssize_t n;
-  while (len < sizeof(text) && (n = read(fd, text + len, sizeof(text) - len)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      return vg_err_set(err, "cannot read the grant %s: %s", path, strerror(e));
-    }
-    len += (size_t)n;
-  }
+  int e = vg_read_all(fd, text, sizeof(text), &len);
   close(fd);
+  if (e != 0) return vg_err_set(err, "cannot read the grant %s: %s", path, strerror(e));
   struct vg_err why;
   if (vg_grant_parse(text, len, g, &why) != 0)
     return vg_err_set(err, "the grant %s is not valid: %s", path, why.msg);

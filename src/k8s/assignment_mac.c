@@ -14,6 +14,7 @@
 #include <gnutls/gnutls.h>
 
 #include "assignment.h"
+#include "readall.h"
 
 /* Appends "<decimal length>:<bytes>\n" for one field. */
 static size_t put_field(char *out, const char *field) {
@@ -81,29 +82,25 @@ static int read_key(struct vg_assign_key *k, const struct stat *st) {
   if (fd < 0) return vg_err_set(&k->error, "assignment key %s: %s", k->path, strerror(errno));
   unsigned char buf[VG_ASSIGN_KEY_MAX + 1];
   size_t n = 0;
-  ssize_t r;
-  while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      int e = errno;
-      close(fd);
-      return vg_err_set(&k->error, "assignment key %s: %s", k->path, strerror(e));
-    }
-    n += (size_t)r;
-  }
+  int e = vg_read_all(fd, buf, sizeof(buf), &n);
   close(fd);
-  if (n < VG_ASSIGN_KEY_MIN)
-    return vg_err_set(&k->error,
-                      "assignment key %s holds %zu bytes; it needs at least %d random bytes",
-                      k->path, n, VG_ASSIGN_KEY_MIN);
-  if (n > VG_ASSIGN_KEY_MAX)
-    return vg_err_set(&k->error, "assignment key %s is larger than %d bytes: not a key file",
-                      k->path, VG_ASSIGN_KEY_MAX);
-  memcpy(k->bytes, buf, n);
-  gnutls_memset(buf, 0, sizeof(buf));
-  k->len = n;
-  k->read_ok = true;
-  return 0;
+  int rc = 0;
+  if (e != 0)
+    rc = vg_err_set(&k->error, "assignment key %s: %s", k->path, strerror(e));
+  else if (n < VG_ASSIGN_KEY_MIN)
+    rc = vg_err_set(&k->error,
+                    "assignment key %s holds %zu bytes; it needs at least %d random bytes", k->path,
+                    n, VG_ASSIGN_KEY_MIN);
+  else if (n > VG_ASSIGN_KEY_MAX)
+    rc = vg_err_set(&k->error, "assignment key %s is larger than %d bytes: not a key file", k->path,
+                    VG_ASSIGN_KEY_MAX);
+  if (rc == 0) {
+    memcpy(k->bytes, buf, n);
+    k->len = n;
+    k->read_ok = true;
+  }
+  gnutls_memset(buf, 0, sizeof(buf)); /* no copy of the key left on the stack */
+  return rc;
 }
 
 static bool same_file(const struct stat *a, const struct stat *b) {
