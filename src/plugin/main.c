@@ -305,6 +305,9 @@ int main(int argc, char **argv) {
   vg_log_set_default(opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
   /* NVIDIA settings accepted but ignored: said once, where operators look. */
   if (cfg.warnings[0] != '\0') vg_warn("%s", cfg.warnings);
+  if (agent_opts.assignment_key != NULL)
+    vg_info("assignment key %s: only assignments vgpu-scheduler signed are admitted and granted",
+            assignment_key);
   char default_socket[PATH_MAX];
   if (kubelet_socket == NULL) {
     snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", plugin_dir);

@@ -237,6 +237,7 @@ int main(int argc, char **argv) {
     vg_warn("vgpu-scheduler: %s; node views live --cache-ttl-ms", err.msg);
   if (vg_ext_resize_start(x, resize_ms, &err) != 0)
     vg_warn("vgpu-scheduler: %s; live resizes are not served", err.msg);
+  if (key) vg_info("vgpu-scheduler: signing assignments with the key in %s", key_file);
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
   vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),
