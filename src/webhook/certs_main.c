@@ -19,8 +19,8 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: vgpu-webhook certs [--namespace NS] [--service NAME] [--secret NAME]\n"
-      "                          [--webhook-config NAME] [--days N] [--kubeconfig FILE]\n"
-      "                          [--out-dir DIR]\n"
+      "                          [--webhook-config NAME] [--validating-config NAME]\n"
+      "                          [--days N] [--kubeconfig FILE] [--out-dir DIR]\n"
       "  --namespace NS          the webhook Service's and the Secret's namespace\n"
       "                          (default vgpu-system)\n"
       "  --service NAME          the webhook Service; the certificate names NAME, NAME.NS,\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f) {
       "                          (default vgpu-webhook-tls); a valid one is kept\n"
       "  --webhook-config NAME   MutatingWebhookConfiguration whose caBundle is set\n"
       "                          (default vgpu-webhook)\n"
+      "  --validating-config NAME  ValidatingWebhookConfiguration whose caBundle is set\n"
+      "                          too (the guard, deploy/base: vgpu-guard; default none)\n"
       "  --days N                validity of a new CA and certificate (default 3650); an\n"
       "                          existing pair with under 30 days left is replaced\n"
       "  --kubeconfig FILE       API access (default $KUBECONFIG, else in-cluster)\n"
@@ -82,14 +84,23 @@ static int against_api(const struct vg_wh_certs_options *o, const char *kubeconf
 }
 
 int vg_wh_certs_main(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"namespace", required_argument, NULL, 'n'}, {"service", required_argument, NULL, 's'},
-      {"secret", required_argument, NULL, 'S'},    {"webhook-config", required_argument, NULL, 'w'},
-      {"days", required_argument, NULL, 'd'},      {"kubeconfig", required_argument, NULL, 'k'},
-      {"out-dir", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0}};
-  struct vg_wh_certs_options o = {"vgpu-system",  "vgpu-webhook", "vgpu-webhook-tls",
-                                  "vgpu-webhook", 3650,           30};
+  static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
+                                       {"service", required_argument, NULL, 's'},
+                                       {"secret", required_argument, NULL, 'S'},
+                                       {"webhook-config", required_argument, NULL, 'w'},
+                                       {"days", required_argument, NULL, 'd'},
+                                       {"kubeconfig", required_argument, NULL, 'k'},
+                                       {"out-dir", required_argument, NULL, 'o'},
+                                       {"validating-config", required_argument, NULL, 'v'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
+                                       {NULL, 0, NULL, 0}};
+  struct vg_wh_certs_options o = {.namespace_ = "vgpu-system",
+                                  .service = "vgpu-webhook",
+                                  .secret = "vgpu-webhook-tls",
+                                  .webhook_config = "vgpu-webhook",
+                                  .days = 3650,
+                                  .min_days = 30};
   const char *kubeconfig = NULL, *out_dir = NULL;
   vg_log_set_default(VG_LOG_INFO);
   for (int c; (c = vg_getopt_long(argc, argv, "", opts, "vgpu-webhook certs")) != -1;) {
@@ -101,6 +112,8 @@ int vg_wh_certs_main(int argc, char **argv) {
       o.secret = optarg;
     else if (c == 'w')
       o.webhook_config = optarg;
+    else if (c == 'v')
+      o.validating_config = optarg;
     else if (c == 'k')
       kubeconfig = optarg;
     else if (c == 'o')

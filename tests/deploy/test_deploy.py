@@ -147,8 +147,9 @@ def check_rbac(objs):
     check(wh == {"secrets": {"create"}, "secrets@vgpu-webhook-tls": {"get", "update"}},
           "certs Job Role: create secrets, get/update vgpu-webhook-tls only: %s" % wh)
     whc = rules_of(objs[("ClusterRole", "vgpu-webhook-certs")])
-    check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"}},
-          "certs Job ClusterRole: get/patch the one webhook configuration: %s" % whc)
+    check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"},
+                  "validatingwebhookconfigurations@vgpu-guard": {"get", "patch"}},
+          "certs Job ClusterRole: get/patch the two webhook configurations only: %s" % whc)
     for kind in ("ClusterRole", "Role"):
         ours = [n for (k, n) in objs if k == kind]
         check(set(ours) <= {"vgpu-device-plugin", "vgpu-scheduler-extender",
@@ -324,21 +325,68 @@ def check_webhook(objs):
           "--webhook-config=vgpu-webhook" in jc["command"] and
           "--service=vgpu-webhook" in jc["command"] and "--namespace=" + NS in jc["command"],
           "certs Job names the Secret, the Service and the configuration")
-    mwc = objs[("MutatingWebhookConfiguration", "vgpu-webhook")]
-    (w,) = mwc["webhooks"]
-    check((w["failurePolicy"], w["reinvocationPolicy"], w["sideEffects"],
-           w["admissionReviewVersions"]) == ("Fail", "IfNeeded", "None", ["v1"]),
-          "webhook policies")
-    check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
-                                           "path": "/mutate", "port": 443}, "clientConfig")
-    check(w["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"],
-                          "operations": ["CREATE", "UPDATE"], "resources": ["pods"],
-                          "scope": "Namespaced"}], "rules: pods CREATE and UPDATE")
-    ex = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
-    check(ex["kubernetes.io/metadata.name"]["values"] == [NS, "kube-system"] and
-          ex["vgpu.io/admission"]["values"] == ["ignore"] and
-          objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
-          "the webhook leaves vgpu-system and kube-system alone")
+    check("--validating-config=vgpu-guard" in jc["command"],
+          "certs Job sets the guard's caBundle too")
+    check_admission_scope(objs, port)
+    check_webhook_availability(objs)
+
+
+OUTSIDE_VGPU = [{"key": "vgpu.io/admission", "operator": "NotIn", "values": ["ignore"]},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                 "values": [NS, "kube-system"]}]
+
+
+def check_admission_scope(objs, port):
+    """The blast radius of docs/admission.md ("When vgpu-webhook is down"): the route is
+    CREATE only and Ignore; the guard is UPDATE of labelled pods only and Fail; both
+    skip vgpu-system, kube-system and anything labelled vgpu.io/admission=ignore, which
+    the API server checks before it calls."""
+    (route,) = objs[("MutatingWebhookConfiguration", "vgpu-webhook")]["webhooks"]
+    check((route["name"], route["failurePolicy"], route["reinvocationPolicy"],
+           route["sideEffects"], route["admissionReviewVersions"]) ==
+          ("pods.vgpu.io", "Ignore", "IfNeeded", "None", ["v1"]), "route policies")
+    check(route["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}],
+          "route: pods CREATE only")
+    check(route["objectSelector"] == {"matchExpressions": OUTSIDE_VGPU[:1]},
+          "route: pods labelled vgpu.io/admission=ignore are not sent")
+    (guard,) = objs[("ValidatingWebhookConfiguration", "vgpu-guard")]["webhooks"]
+    check((guard["name"], guard["failurePolicy"], guard["sideEffects"]) ==
+          ("guard.vgpu.io", "Fail", "None"), "guard policies")
+    check(guard["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}],
+          "guard: pods UPDATE only")
+    check(guard["objectSelector"] == {"matchLabels": {"vgpu.io/managed": "true"}},
+          "guard: only pods the route labelled")
+    for w, path in ((route, "/mutate"), (guard, "/validate")):
+        check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
+                                               "path": path, "port": 443},
+              "%s clientConfig" % w["name"])
+        check(w["namespaceSelector"] == {"matchExpressions": OUTSIDE_VGPU},
+              "%s leaves vgpu-system, kube-system and opted-out namespaces alone" % w["name"])
+    check(objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
+          "vgpu-system carries vgpu.io/admission=ignore (1.20 has no metadata.name label)")
+
+
+def check_webhook_availability(objs):
+    """Two replicas on different nodes where possible, none stopped before its successor
+    runs, one kept through a drain, and only 8443 open."""
+    dep = objs[("Deployment", "vgpu-webhook")]["spec"]
+    check(dep["replicas"] >= 2 and dep["strategy"]["rollingUpdate"]["maxUnavailable"] == 0,
+          "webhook: 2 replicas, rollouts never empty the Service")
+    (term,) = dep["template"]["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    check(term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname" and
+          term["podAffinityTerm"]["labelSelector"]["matchLabels"] ==
+          {"app.kubernetes.io/name": "vgpu-webhook"}, "webhook replicas spread over nodes")
+    pdb = objs[("PodDisruptionBudget", "vgpu-webhook")]["spec"]
+    check(pdb == {"minAvailable": 1,
+                  "selector": {"matchLabels": {"app.kubernetes.io/name": "vgpu-webhook"}}},
+          "PodDisruptionBudget keeps one webhook replica")
+    pol = objs[("NetworkPolicy", "vgpu-webhook-ingress")]["spec"]
+    check(pol["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgpu-webhook"} and
+          pol["ingress"] == [{"ports": [{"protocol": "TCP", "port": 8443}]}],
+          "webhook NetworkPolicy: 8443 only")
 
 
 def check_images(objs):
@@ -403,11 +451,12 @@ def check_overlay(cmd, overlay, config_file, bindir):
     objs = index(render(cmd, overlay))
     kinds = sorted({k for k, _ in objs})
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment",
-                    "Job", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Role",
-                    "RoleBinding", "Service", "ServiceAccount"],
+                    "Job", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy",
+                    "PodDisruptionBudget", "Role",
+                    "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"],
           "%s: kinds %s" % (overlay, kinds))
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding",
-                      "MutatingWebhookConfiguration"}
+                      "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     for (kind, name), o in objs.items():
         ns = o["metadata"].get("namespace")
         if kind in cluster_scoped:
