@@ -19,6 +19,7 @@ those two run as.
 Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
 """
 
+import json
 import os
 import re
 import shutil
@@ -480,6 +481,47 @@ def check_overlay(cmd, overlay, config_file, bindir):
     print("%s: %d objects checked" % (overlay, len(objs)))
 
 
+# The fields of MutatingAdmissionPolicySpec and MutatingAdmissionPolicyBindingSpec, the same in
+# admissionregistration.k8s.io/v1alpha1, v1beta1 and v1 (the API reference of each version).
+MAP_SPEC = {"paramKind", "matchConstraints", "variables", "mutations", "failurePolicy",
+            "matchConditions", "reinvocationPolicy"}
+MAP_BINDING_SPEC = {"policyName", "paramRef", "matchResources"}
+MAP_VERSIONS = {"v1": "1.36+", "v1beta1": "1.34-1.35", "v1alpha1": "1.32-1.33"}
+
+
+def check_admission_policies(cmd):
+    """deploy/admission-policy/<version> renders the same policy under each apiVersion that
+    serves it, with only the fields those types have, routing as the webhook's route does
+    (CREATE, Ignore, the label, the opt-out selectors)."""
+    rendered = {}
+    for version in MAP_VERSIONS:
+        p = subprocess.run(cmd + [os.path.join(DEPLOY, "admission-policy", version)],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "admission-policy/%s renders: %s" % (version, p.stderr))
+        docs = [d for d in yaml.safe_load_all(p.stdout) if d] if p.returncode == 0 else []
+        check(sorted(d["kind"] for d in docs) ==
+              ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"] and
+              all(d["apiVersion"] == "admissionregistration.k8s.io/" + version for d in docs),
+              "admission-policy/%s: a policy and its binding as %s" % (version, version))
+        for d in docs:
+            allowed = MAP_SPEC if d["kind"] == "MutatingAdmissionPolicy" else MAP_BINDING_SPEC
+            check(set(d["spec"]) <= allowed, "admission-policy/%s %s: fields %s not in the type" %
+                  (version, d["kind"], sorted(set(d["spec"]) - allowed)))
+            rendered.setdefault(d["kind"], []).append(d["spec"])
+    for kind, specs in rendered.items():
+        check(all(sp == specs[0] for sp in specs), "%s differs between versions" % kind)
+    policy = rendered.get("MutatingAdmissionPolicy", [{}])[0]
+    rules = policy.get("matchConstraints", {}).get("resourceRules", [])
+    check(policy.get("failurePolicy") == "Ignore" and
+          [r["operations"] for r in rules] == [["CREATE"]] and
+          "'vgpu.io/managed': 'true'" in json.dumps(policy.get("mutations")),
+          "the policy routes on CREATE, Ignore, and labels vgpu.io/managed as the webhook does")
+    binding = rendered.get("MutatingAdmissionPolicyBinding", [{}])[0].get("matchResources", {})
+    check(binding.get("objectSelector") == {"matchExpressions": OUTSIDE_VGPU[:1]} and
+          binding.get("namespaceSelector") == {"matchExpressions": OUTSIDE_VGPU},
+          "the policy's binding skips what the webhook's selectors skip")
+
+
 def main():
     bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
     cmd = renderer()
@@ -489,6 +531,7 @@ def main():
     print("rendering with:", " ".join(cmd))
     for overlay, config_file in OVERLAYS.items():
         check_overlay(cmd, overlay, config_file, bindir)
+    check_admission_policies(cmd)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1

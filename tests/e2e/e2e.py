@@ -1053,9 +1053,19 @@ def webhook_endpoints():
 
 @case("admission-webhook-down")
 def admission_webhook_down(ctx):
-    """failurePolicy Fail, as docs/admission.md warns: with no webhook pod,
-    a GPU pod cannot be created (rather than reach the default scheduler);
-    once the webhook is back, it can."""
+    """What an outage of vgpu-webhook does, as docs/admission.md ("When
+    vgpu-webhook is down") states it, on the real API server: with no replica,
+    pods without GPU resources are created, updated and run as usual in
+    `default` and in a new namespace; a GPU pod is created unrouted and the node
+    agent refuses it with the reason (it never runs outside a slice); an update
+    of a running GPU pod is refused by the guard (fail closed, GPU pods only);
+    once the webhook is back, GPU pods are routed and run."""
+    gpu = {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"}
+    run_pod(ctx, "before-outage", gpu, scheduler=None)
+    labels = kube.get("pod", "before-outage", NS)["metadata"].get("labels", {})
+    check(labels.get("vgpu.io/managed") == "true", "the route did not label the GPU pod: %s" % labels)
+    other = "vgpu-e2e-outage"
+    kube.kubectl("create", "namespace", other)
     scale = ["-n", install.NS, "scale", "deployment/vgpu-webhook"]
     kube.kubectl(*scale, "--replicas=0")
     try:
@@ -1063,18 +1073,57 @@ def admission_webhook_down(ctx):
         # linger a minute on a 1.20 kubelet after their containers stopped).
         kube.wait_for("the webhook's endpoints to empty", lambda: not webhook_endpoints(), 90,
                       state=lambda: json.dumps(kube.get("endpoints", "vgpu-webhook", install.NS)))
-        err = create_refused(pod_spec("while-down", {"nvidia.com/vgpu": "1"}, scheduler=None))
-        if err is None:
-            ctx.created.append("while-down")
-        check(err is not None and "pods.vgpu.io" in err,
-              "a GPU pod was created while the webhook was down: %s" % err)
+        for ns in (NS, other):
+            plain_pod_through_outage(ctx, ns)
+        gpu_pod_through_outage(ctx)
+        proc = subprocess.run(["kubectl", "label", "pod", "-n", NS, "before-outage", "touched=yes"],
+                              capture_output=True, text=True, timeout=60)
+        check(proc.returncode != 0 and "guard.vgpu.io" in proc.stderr,
+              "an update of a GPU pod passed while its guard was down: rc %d %s" %
+              (proc.returncode, proc.stderr.strip()))
     finally:
         kube.kubectl(*scale, "--replicas=2")
         kube.kubectl("-n", install.NS, "rollout", "status", "deployment/vgpu-webhook",
                      "--timeout=120s", timeout=140)
-    run_pod(ctx, "after-webhook", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"},
-            scheduler=None)
+        kube.kubectl("delete", "namespace", other, "--wait=false")
+    kube.kubectl("label", "pod", "-n", NS, "before-outage", "touched=yes")
+    run_pod(ctx, "after-webhook", gpu, scheduler=None)
     delete_pods(ctx)
+
+
+def plain_pod_through_outage(ctx, ns):
+    """A pod without GPU resources in ns is created, labelled, annotated and
+    runs while no webhook replica answers."""
+    spec = pod_spec("plain-outage", {"cpu": "10m"}, scheduler=None)
+    spec["metadata"]["namespace"] = ns
+    err = create_refused(spec)
+    check(err is None, "a pod without GPUs was refused in %s while the webhook was down: %s" %
+          (ns, err))
+    if ns == NS:
+        ctx.created.append("plain-outage")
+    kube.kubectl("label", "pod", "-n", ns, "plain-outage", "touched=yes")
+    kube.kubectl("annotate", "pod", "-n", ns, "plain-outage", "note=outage")
+    kube.wait_running("plain-outage", ns)
+
+
+def gpu_pod_through_outage(ctx):
+    """A GPU pod created while no replica answers is not routed (the API
+    server's failurePolicy Ignore), goes to the default scheduler, and the
+    node agent refuses it at admission, saying what to do."""
+    name = "gpu-outage"
+    err = create_refused(pod_spec(name, {"nvidia.com/vgpu": "1"}, scheduler=None))
+    check(err is None, "the GPU pod was refused at creation: %s" % err)
+    ctx.created.append(name)
+    pod = kube.get("pod", name, NS)
+    check(pod["spec"]["schedulerName"] == "default-scheduler" and
+          "vgpu.io/managed" not in pod["metadata"].get("labels", {}),
+          "a pod was routed with no webhook replica", kube.pod_summary(name, NS))
+    kube.wait_phase(name, NS, ("Failed",), timeout=90)
+    pod = kube.get("pod", name, NS)
+    message = pod["status"].get("message") or ""
+    check("not placed by vgpu-scheduler" in message,
+          "the node agent did not refuse the unrouted GPU pod with the reason: %s" % message,
+          kube.pod_summary(name, NS))
 
 
 # ---------------------------------------------------------------- the seeds
