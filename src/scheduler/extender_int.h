@@ -463,6 +463,24 @@ void ext_out_int(struct ext_out *o, long long v);
 /* The text (caller frees), or NULL after running out of memory; o is reset. */
 char *ext_out_take(struct ext_out *o);
 
+/* ---- GPU pods that never reach vgpu-scheduler (extender_unrouted.c) ---- */
+
+#define EXT_UNROUTED_SEEN 1024 /* UIDs remembered */
+#define EXT_UNROUTED_RATE 5.0  /* Events a second, and the burst */
+struct ext_unrouted {
+  char seen[EXT_UNROUTED_SEEN][64]; /* UIDs already said so, a ring */
+  int next;
+  double tokens, last; /* the rate limit: tokens left, when last filled (s) */
+  unsigned long dropped;
+};
+/* An unbound Pending pod that asks for GPUs, names another scheduler and did
+ * not opt out (vgpu.io/scheduler: skip, label vgpu.io/admission=ignore,
+ * vgpu-system, kube-system): true with why (what the Event says). Pure. */
+bool ext_unrouted_why(json_object *pod, char *why, size_t len);
+/* Records the Warning Event NotRouted on such a pod, once per UID and at most
+ * EXT_UNROUTED_RATE a second. u: the pod watch's own (one thread). */
+void ext_unrouted_note(struct vg_ext *x, struct ext_unrouted *u, json_object *pod);
+
 /* ---- small JSON helpers (extender_request.c) ---- */
 json_object *ext_get(json_object *o, const char *key);
 const char *ext_get_str(json_object *o, const char *key);

@@ -1059,7 +1059,8 @@ def admission_webhook_down(ctx):
     `default` and in a new namespace; a GPU pod is created unrouted and the node
     agent refuses it with the reason (it never runs outside a slice); an update
     of a running GPU pod is refused by the guard (fail closed, GPU pods only);
-    once the webhook is back, GPU pods are routed and run."""
+    a GPU pod the default scheduler cannot place gets vgpu-scheduler's NotRouted
+    Event saying why; once the webhook is back, GPU pods are routed and run."""
     gpu = {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"}
     run_pod(ctx, "before-outage", gpu, scheduler=None)
     labels = kube.get("pod", "before-outage", NS)["metadata"].get("labels", {})
@@ -1124,6 +1125,21 @@ def gpu_pod_through_outage(ctx):
     check("not placed by vgpu-scheduler" in message,
           "the node agent did not refuse the unrouted GPU pod with the reason: %s" % message,
           kube.pod_summary(name, NS))
+    # What no node advertises to the default scheduler leaves the pod Pending; vgpu-scheduler's
+    # pod watch says why on it.
+    name = "gpumem-outage"
+    kube.apply(pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"},
+                        scheduler=None))
+    ctx.created.append(name)
+
+    def told():
+        return [e.get("message", "") for e in kube.events(name, NS)
+                if e.get("reason") == "NotRouted" and e.get("type") == "Warning"]
+    kube.wait_for("the NotRouted Event on %s" % name, told, 60,
+                  state=lambda: kube.pod_summary(name, NS))
+    check("delete the pod and create it again" in told()[0] and
+          kube.pod_phase(name, NS) == "Pending",
+          "the NotRouted Event does not say what to do: %s" % told(), kube.pod_summary(name, NS))
 
 
 # ---------------------------------------------------------------- the seeds
