@@ -99,6 +99,19 @@ void ext_wait_watch_events(const char *resource, long before) {
   if (before >= 0) fail_msg("the scheduler's %s watch did not deliver a write in 10 s", resource);
 }
 
+void ext_wait_watching(void) {
+  for (int i = 0; i < 100; i++) {
+    char *out = NULL;
+    ext_call("/metrics", NULL, 0, &out);
+    bool up = out && strstr(out, "vgpu_scheduler_watch_up{resource=\"pods\"} 1") &&
+              strstr(out, "vgpu_scheduler_watch_up{resource=\"nodes\"} 1");
+    free(out);
+    if (up) return;
+    usleep(100 * 1000);
+  }
+  fail_msg("the Pod and Node watches did not come up in 10 s");
+}
+
 void ext_admin(const char *path, const char *body) {
   struct vg_k8s_response r;
   struct vg_err err;
