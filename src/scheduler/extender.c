@@ -192,11 +192,11 @@ static void eval_view(void *ctx, const struct node_view *v) {
   struct eval_one *o = ctx;
   ext_picks picks;
   *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
-  if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
   if (v->foreign && o->req->n > 0) { /* not the core's to score; not a GPU shape to learn */
     if (o->foreign_left) *o->foreign_left = v->gpu_alloc - v->gpu_req - ext_foreign_ask(o->req);
     return;
   }
+  if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
   if (!o->ev->have_seen) {
     struct vg_node unused;
     ext_to_core(v, o->req, &unused, &o->ev->seen);
