@@ -535,6 +535,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   if (hit) return rc;
   struct node_view v;
   v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  v.foreign = false;
   if (store && fresh != EXT_FROM_API) { /* no API request: a list as of the last event */
     ext_store_read(store);
     const char *inv = NULL;
