@@ -193,7 +193,8 @@ static void eval_view(void *ctx, const struct node_view *v) {
   ext_picks picks;
   *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
   if (v->foreign && o->req->n > 0) { /* not the core's to score; not a GPU shape to learn */
-    if (o->foreign_left) *o->foreign_left = v->gpu_alloc - v->gpu_req - ext_foreign_ask(o->req);
+    int64_t left = v->gpu_alloc - v->gpu_req - ext_foreign_ask(o->req);
+    if (o->foreign_left) *o->foreign_left = left > 0 ? left : 0; /* < 0: it does not fit */
     return;
   }
   if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
