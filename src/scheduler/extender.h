@@ -34,6 +34,12 @@ void vg_ext_free(struct vg_ext *x);
 int vg_ext_set_workload_window(struct vg_ext *x, double half_life_pods, double prior_pods,
                                struct vg_err *err);
 
+/* May a pod asking only for whole nvidia.com/gpu be placed on a node without
+ * vgpu's inventory whose allocatable names nvidia.com/gpu (another device
+ * plugin's GPUs)? true by default (--foreign-gpu-nodes allow);
+ * docs/scheduler.md, "Foreign GPU nodes". Before serving only. */
+void vg_ext_set_foreign_gpu_nodes(struct vg_ext *x, bool allow);
+
 /* Watches Pods and Nodes in the background (extender_watch.c) so that cached
  * node views are dropped when they change and otherwise kept well past
  * cache_ttl_ms. Needs list and watch on pods and nodes. vg_ext_free stops it. */

@@ -4,6 +4,7 @@
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
  *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
  *                  [--workload-half-life PODS] [--workload-prior PODS]
+ *                  [--foreign-gpu-nodes allow|deny]
  *                  [--max-body-mib N] [--idle-timeout-s N]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
@@ -29,6 +30,7 @@ static void usage(FILE *f) {
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "                      [--max-body-mib N] [--idle-timeout-s N]\n"
           "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
+          "                      [--foreign-gpu-nodes allow|deny]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -57,6 +59,11 @@ static void usage(FILE *f) {
           "  --workload-prior PODS\n"
           "                      the built-in start-up mix weighs as much as PODS pods\n"
           "                      (default 20)\n"
+          "  --foreign-gpu-nodes allow|deny\n"
+          "                      a node without vgpu's inventory whose allocatable names\n"
+          "                      nvidia.com/gpu runs another device plugin: allow (default)\n"
+          "                      places pods asking only whole nvidia.com/gpu there, below\n"
+          "                      every vgpu node; deny fails every GPU pod there\n"
           "  --version           print the version and exit\n");
 }
 
@@ -73,8 +80,9 @@ int main(int argc, char **argv) {
                                        {"idle-timeout-s", required_argument, NULL, 'i'},
                                        {"workload-half-life", required_argument, NULL, 'H'},
                                        {"workload-prior", required_argument, NULL, 'P'},
+                                       {"foreign-gpu-nodes", required_argument, NULL, 'F'},
                                        {NULL, 0, NULL, 0}};
-  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu";
+  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu", *foreign = "allow";
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
   double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
@@ -151,6 +159,14 @@ int main(int argc, char **argv) {
       case 'W':
         watch = false;
         break;
+      case 'F':
+        if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
+          fprintf(stderr, "vgpu-scheduler: --foreign-gpu-nodes \"%s\": not allow or deny\n",
+                  optarg);
+          return 2;
+        }
+        foreign = optarg;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -201,6 +217,7 @@ int main(int argc, char **argv) {
   }
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
+  if (x) vg_ext_set_foreign_gpu_nodes(x, strcmp(foreign, "allow") == 0);
   if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
     vg_ext_free(x);
     x = NULL;
@@ -218,8 +235,8 @@ int main(int argc, char **argv) {
     vg_warn("vgpu-scheduler: %s; live resizes are not served", err.msg);
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
-  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),
-          listen, vg_ext_server_port(srv), policy);
+  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s, foreign GPU nodes: %s",
+          (int)(strrchr(listen, ':') - listen), listen, vg_ext_server_port(srv), policy, foreign);
   int sig = 0;
   sigwait(&set, &sig);
   vg_ext_server_stop(srv);

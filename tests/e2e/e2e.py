@@ -643,6 +643,101 @@ def bypass_extender(ctx):
     delete_pods(ctx)
 
 
+MIXED_NODE = "mixed-foreign"
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+def foreign_node(name, gpus):
+    """A Node no kubelet stands behind, as NVIDIA's device plugin would
+    leave one: plain nvidia.com/gpu in capacity and allocatable, no
+    vgpu.io/gpu-inventory, Ready, no taints, no vgpu.io/gpu label (vgpu's
+    DaemonSet stays off it)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    have = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": have, "allocatable": have,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "E2EMixed",
+                                       "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
+
+
+def mixed_pod(name, limits, node=None):
+    """A pod tolerating every taint (the node lifecycle controller taints the
+    kubelet-less Node unreachable after 40 s); node: pinned there by
+    nodeSelector."""
+    pod = pod_spec(name, limits)
+    pod["spec"]["tolerations"] = TOLERATE_ALL
+    if node:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return pod
+
+
+def bound_node(name):
+    pod = kube.get("pod", name, NS)
+    return pod and pod["spec"].get("nodeName")
+
+
+def has_assignment(name):
+    pod = kube.get("pod", name, NS)
+    return "vgpu.io/assigned" in (pod["metadata"].get("annotations") or {})
+
+
+@case("mixed-cluster")
+def mixed_cluster(ctx):
+    """A mixed cluster (issue 29): beside vgpu's node, a GPU node served by
+    another device plugin -- a second Node object advertising plain
+    nvidia.com/gpu: 2, no vgpu.io/gpu-inventory, no kubelet behind it.
+    vgpu-scheduler (--foreign-gpu-nodes allow, the default) places a pod
+    asking only nvidia.com/gpu: 1 there when it is pinned there by
+    nodeSelector: bound by a plain Binding, no vgpu.io/assigned (the other
+    plugin allocates). Unpinned, the same pod goes to vgpu's node, which
+    ranks above every foreign one. A pod asking 2 more than the node has
+    left (1 of 2: the first pod's request counts) and a pod asking
+    nvidia.com/gpumem are not placed there, and their events say why. The
+    pods tolerate every taint: the node lifecycle controller taints a Node
+    without heartbeats after 40 s. The pods are force-deleted (no kubelet
+    confirms a deletion there) and the Node deleted, also on failure."""
+    kube.kubectl("create", "-f", "-", stdin=json.dumps(foreign_node(MIXED_NODE, 2)))
+    names = ["mixed-plain", "mixed-prefer", "mixed-two", "mixed-gpumem"]
+    try:
+        kube.apply(mixed_pod("mixed-plain", {"nvidia.com/gpu": "1"}, MIXED_NODE))
+        node = kube.wait_for("mixed-plain bound", lambda: bound_node("mixed-plain"), 60,
+                             state=lambda: kube.pod_summary("mixed-plain", NS))
+        state = kube.pod_summary("mixed-plain", NS)
+        check(node == MIXED_NODE, "mixed-plain bound to %s, not %s" % (node, MIXED_NODE), state)
+        check(not has_assignment("mixed-plain"),
+              "a pod on another plugin's node carries vgpu.io/assigned", state)
+        kube.apply(mixed_pod("mixed-prefer", {"nvidia.com/gpu": "1"}))
+        ctx.created.append("mixed-prefer")
+        node = kube.wait_for("mixed-prefer bound", lambda: bound_node("mixed-prefer"), 60,
+                             state=lambda: kube.pod_summary("mixed-prefer", NS))
+        state = kube.pod_summary("mixed-prefer", NS)
+        check(node == ctx.node, "mixed-prefer went to %s, not vgpu's node %s" % (node, ctx.node),
+              state)
+        check(has_assignment("mixed-prefer"), "mixed-prefer has no vgpu.io/assigned", state)
+        for name, limits, word in (
+                ("mixed-two", {"nvidia.com/gpu": "2"},
+                 "the pod asks for 2 nvidia.com/gpu, 1 of the node's 2 are not yet requested"),
+                ("mixed-gpumem", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"},
+                 "which only nodes running vgpu-device-plugin serve")):
+            kube.apply(mixed_pod(name, limits, MIXED_NODE))
+            msgs = kube.wait_for("a FailedScheduling reason for %s" % name,
+                                 lambda: [m for m in refusal_events(name) if word in m], 60,
+                                 state=lambda: kube.pod_summary(name, NS))
+            state = kube.pod_summary(name, NS)
+            print("    %s: %s" % (name, msgs[0]), flush=True)
+            check(not bound_node(name), "%s was bound" % name, state)
+    finally:
+        # mixed-prefer runs on the real node: deleted as usual, its devices released.
+        unreal = [n for n in names if n != "mixed-prefer"]
+        kube.kubectl("delete", "pod", "-n", NS, "--ignore-not-found", "--grace-period=0",
+                     "--force", *unreal, check=False)
+        kube.kubectl("delete", "node", MIXED_NODE, "--ignore-not-found", check=False)
+        delete_pods(ctx, ["mixed-prefer"])
+        kube.wait_for("the case's Node and pods to go", lambda: not kube.get(
+            "node", MIXED_NODE) and not any(kube.get("pod", n, NS) for n in unreal), 120)
+
+
 @case("health-xid")
 def health_xid(ctx):
     """An XID 79 on GPU 1: allocatable drops by GPU 1's IDs, the inventory

@@ -91,6 +91,15 @@ long ext_watch_events(const char *resource) {
   return n;
 }
 
+void ext_wait_watch_events(const char *resource, long before) {
+  for (int i = 0; before >= 0 && i < 1000; i++) { /* 10 s on a loaded machine */
+    long now = ext_watch_events(resource);
+    if (now < 0 || now > before) return; /* delivered, or the watch went down: API reads */
+    usleep(10 * 1000);
+  }
+  if (before >= 0) fail_msg("the scheduler's %s watch did not deliver a write in 10 s", resource);
+}
+
 void ext_wait_watching(void) {
   for (int i = 0; i < 100; i++) {
     char *out = NULL;
@@ -102,15 +111,6 @@ void ext_wait_watching(void) {
     usleep(100 * 1000);
   }
   fail_msg("the Pod and Node watches did not come up in 10 s");
-}
-
-void ext_wait_watch_events(const char *resource, long before) {
-  for (int i = 0; before >= 0 && i < 1000; i++) { /* 10 s on a loaded machine */
-    long now = ext_watch_events(resource);
-    if (now < 0 || now > before) return; /* delivered, or the watch went down: API reads */
-    usleep(10 * 1000);
-  }
-  if (before >= 0) fail_msg("the scheduler's %s watch did not deliver a write in 10 s", resource);
 }
 
 void ext_admin(const char *path, const char *body) {

@@ -45,7 +45,9 @@ void ext_admin(const char *path, const char *body);
 long ext_watch_events(const char *resource);
 /* Until that count passes before (-1: at once); fails the test after 10 s. */
 void ext_wait_watch_events(const char *resource, long before);
-/* Waits (10 s at most) until the Pod and Node watches are up. */
+/* Until /metrics says both watches stream (a view cached before that would
+ * be dropped when they start, which would pass a test for a wrong reason);
+ * fails the test after 10 s. */
 void ext_wait_watching(void);
 /* GET requests (lists and single reads) the fake API server has served so
  * far (its /_test/requests): what a filter cost in API reads. */

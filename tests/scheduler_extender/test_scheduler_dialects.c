@@ -674,8 +674,6 @@ static bool fits_on(const char *node) {
   return fits;
 }
 
-/* Until /metrics says both watches stream (a view cached before that would
- * be dropped when they start, which would pass the test for a wrong reason). */
 /* Views kept for 10 minutes: a pod that takes watch-n's GPU behind the
  * scheduler's back (bound by someone else) is seen within seconds, because
  * its watch event drops the node's view. The control shows the view really
