@@ -65,6 +65,11 @@ static bool plain_gpus(const struct pod_req *r, char *why, size_t len) {
   return true;
 }
 
+bool ext_plain_gpus(const struct pod_req *r) {
+  char why[8];
+  return plain_gpus(r, why, sizeof(why));
+}
+
 int64_t ext_foreign_ask(const struct pod_req *r) {
   int64_t n = 0;
   for (int i = 0; i < r->n; i++) n += r->c[i].count;

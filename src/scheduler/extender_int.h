@@ -388,6 +388,9 @@ void ext_foreign_view(struct node_view *v, int64_t gpus);
 bool ext_foreign_fits(const struct pod_req *r, const struct node_view *v, char *why, size_t len);
 /* The nvidia.com/gpu r asks for, over its containers. */
 int64_t ext_foreign_ask(const struct pod_req *r);
+/* Is r's GPU ask whole nvidia.com/gpu alone, which another device plugin may
+ * serve (no vgpu resource, no GPU selection)? */
+bool ext_plain_gpus(const struct pod_req *r);
 
 /* ---- the learned target workload (extender_workload.c) ---- */
 

@@ -7,7 +7,9 @@
  * the scheduler it named. The node agent refuses it if the default scheduler
  * places it, but a pod asking for what no node advertises to the default
  * scheduler (nvidia.com/gpumem, nvidia.com/gpucores, ...) just stays Pending
- * with "Insufficient nvidia.com/gpumem", which does not say why. The pod
+ * with "Insufficient nvidia.com/gpumem", which does not say why. (A pod asking
+ * for whole nvidia.com/gpu alone is not told: on a mixed cluster another
+ * device plugin may serve it under the default scheduler.) The pod
  * watch sees every pod, so it notices such a pod and records a Warning Event
  * NotRouted on it, naming the cause and the fix -- once per pod (by UID), and
  * at most EXT_UNROUTED_RATE a second, so that a flood of such pods costs the
@@ -42,7 +44,9 @@ bool ext_unrouted_why(json_object *pod, char *why, size_t len) {
     return false;
   struct pod_req r;
   char bad[256];
-  if (ext_parse_pod(pod, &r, bad, sizeof(bad)) != 0 || r.n == 0) return false;
+  /* Whole nvidia.com/gpu alone may rightly stay with the default scheduler
+   * (a mixed cluster: NVIDIA's plugin serves it; docs/install.md). */
+  if (ext_parse_pod(pod, &r, bad, sizeof(bad)) != 0 || r.n == 0 || ext_plain_gpus(&r)) return false;
   snprintf(why, len,
            "this pod asks for GPUs but names scheduler %s, not " SCHEDULER
            ": vgpu-webhook did not route it (it was unreachable when the pod was created). "

@@ -3,8 +3,9 @@
  * (src/scheduler/extender_unrouted.c) against the fake API server: the real
  * binary's pod watch tells a Pending GPU pod that names another scheduler
  * (created while vgpu-webhook was down) why it will never run, once; and
- * leaves alone the pods that opted out, ask for no GPU, name vgpu-scheduler
- * or are bound.
+ * leaves alone the pods that opted out, ask for no GPU or only whole
+ * nvidia.com/gpu (a mixed cluster's other plugin may serve it), name
+ * vgpu-scheduler or are bound.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,6 +58,8 @@ static void test_unrouted_gpu_pod_is_told_once(void **state) {
   ext_wait_watching();
   ext_add_pod("skipped", GPU_ASK, "\"vgpu.io/scheduler\":\"skip\"", NULL, NULL);
   ext_add_pod("no-gpu", "\"example.com/dongle\":\"1\"", NULL, NULL, NULL);
+  ext_add_pod("plain", "\"nvidia.com/gpu\":\"1\"", NULL, NULL,
+              NULL); /* NVIDIA's plugin may serve it */
   ext_add_pod("bound", GPU_ASK, NULL, "node-u", NULL);
   add_routed("routed");
   ext_add_pod("unrouted", GPU_ASK, NULL, NULL, NULL);
@@ -66,7 +69,7 @@ static void test_unrouted_gpu_pod_is_told_once(void **state) {
   ext_expect_contains(msg, "names scheduler default-scheduler, not vgpu-scheduler");
   ext_expect_contains(msg, "delete the pod and create it again");
   /* the watch delivers in order: the pods added before were judged already */
-  const char *quiet[] = {"skipped", "no-gpu", "bound", "routed"};
+  const char *quiet[] = {"skipped", "no-gpu", "plain", "bound", "routed"};
   for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
     if (not_routed(quiet[i], NULL, 0) != 0) fail_msg("pod %s was told NotRouted", quiet[i]);
   /* the same pod again (a MODIFIED event, same UID): not told twice */
