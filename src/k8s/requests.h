@@ -30,5 +30,13 @@ int vg_pod_requests(json_object *pod, struct vg_cpu_mem *out, struct vg_err *err
  * allocatable cpu or memory (not yet reported by its kubelet), or -1 with
  * err when one cannot be read. */
 int vg_node_allocatable(json_object *node, struct vg_cpu_mem *out, struct vg_err *err);
+/* The same for one extended resource (e.g. nvidia.com/gpu), a count rounded
+ * up: what the pod requests of it (0 when it names none), and what the
+ * Node offers (returns 1, 0 when its allocatable does not name it, -1). The
+ * extender counts another device plugin's GPUs with these, since a
+ * resource kube-scheduler is told to ignore is not checked by it. */
+int vg_pod_request_count(json_object *pod, const char *resource, int64_t *out, struct vg_err *err);
+int vg_node_allocatable_count(json_object *node, const char *resource, int64_t *out,
+                              struct vg_err *err);
 
 #endif

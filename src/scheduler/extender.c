@@ -158,6 +158,9 @@ struct evaluated {
   enum ext_reason *cls; /* filter: each misfit's class */
   struct vg_node *core; /* prioritize only */
   struct vg_pod *pod;   /* prioritize only */
+  /* Prioritize: per candidate, the nvidia.com/gpu a foreign GPU node has
+   * left once the pod is there (extender_foreign.c); -1: a vgpu node. */
+  int64_t *foreign_left;
   /* The pod's request itself is refused (a quantity that is not a whole
    * number, two dialects, ...): no node was looked at, every one fails with
    * this reason, and no node ever could take the pod. */
@@ -181,6 +184,7 @@ struct eval_one {
   size_t len;
   struct vg_node *core; /* NULL: filter */
   struct vg_pod *pod;
+  int64_t *foreign_left; /* prioritize only */
   struct evaluated *ev;
 };
 
@@ -188,6 +192,11 @@ static void eval_view(void *ctx, const struct node_view *v) {
   struct eval_one *o = ctx;
   ext_picks picks;
   *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
+  if (v->foreign && o->req->n > 0) { /* not the core's to score; not a GPU shape to learn */
+    int64_t left = v->gpu_alloc - v->gpu_req - ext_foreign_ask(o->req);
+    if (o->foreign_left) *o->foreign_left = left > 0 ? left : 0; /* < 0: it does not fit */
+    return;
+  }
   if (*o->fits && o->core) ext_to_core(v, o->req, o->core, o->pod);
   if (!o->ev->have_seen) {
     struct vg_node unused;
@@ -261,8 +270,10 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
   if (score) {
     ev->core = malloc(n * sizeof(*ev->core));
     ev->pod = malloc(n * sizeof(*ev->pod));
+    ev->foreign_left = malloc(n * sizeof(*ev->foreign_left));
   }
-  if (!ev->fits || !ev->why || !ev->cls || (score && (!ev->core || !ev->pod))) {
+  if (!ev->fits || !ev->why || !ev->cls ||
+      (score && (!ev->core || !ev->pod || !ev->foreign_left))) {
     snprintf(why, len, "out of memory");
     return -1;
   }
@@ -276,11 +287,14 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
   if (first_names(x, cs, ev, !ev->refused && req->n > 0, &batch, why, len) != 0) return -1;
   for (int i = 0; !ev->refused && i < cs->n; i++) {
     ev->why[i][0] = '\0';
+    if (score) ev->foreign_left[i] = -1;
     if (ev->first[i] != i) {
       int f = ev->first[i];
       ev->fits[i] = ev->fits[f];
       memcpy(ev->why[i], ev->why[f], sizeof(ev->why[i]));
-      if (score) ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f];
+      if (score)
+        ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f],
+        ev->foreign_left[i] = ev->foreign_left[f];
       continue;
     }
     if (req->n == 0 && !score) {
@@ -293,6 +307,7 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
                          sizeof(ev->why[i]),
                          score ? &ev->core[i] : NULL,
                          score ? &ev->pod[i] : NULL,
+                         score ? &ev->foreign_left[i] : NULL,
                          ev};
     int rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, EXT_CACHED, eval_view, &o,
                            ev->why[i], sizeof(ev->why[i]));
@@ -316,6 +331,7 @@ static void free_evaluated(struct evaluated *ev) {
   free(ev->cls);
   free(ev->core);
   free(ev->pod);
+  free(ev->foreign_left);
   free(ev->first);
 }
 
@@ -323,7 +339,8 @@ static void free_evaluated(struct evaluated *ev) {
  * or too small ones. kube-scheduler then does not try to evict pods there. */
 static bool unresolvable(enum ext_reason r) {
   return r == EXT_R_NO_INVENTORY || r == EXT_R_BAD_INVENTORY || r == EXT_R_NODE_GONE ||
-         r == EXT_R_NOT_ADVERTISED || r == EXT_R_TOO_FEW_GPUS || r == EXT_R_TOO_LARGE;
+         r == EXT_R_NOT_ADVERTISED || r == EXT_R_TOO_FEW_GPUS || r == EXT_R_TOO_LARGE ||
+         r == EXT_R_FOREIGN_ASK;
 }
 
 /* The failed candidates as a FailedNodesMap; with only_unresolvable, those
@@ -427,6 +444,7 @@ done:
 }
 
 struct ranked {
+  bool vgpu; /* a vgpu node: every one ranks above every foreign GPU node */
   double score;
   uint32_t tie; /* the node name's hash: equal scores in a fixed, arbitrary order */
   int i;
@@ -434,6 +452,7 @@ struct ranked {
 
 static int by_score(const void *pa, const void *pb) {
   const struct ranked *a = pa, *b = pb;
+  if (a->vgpu != b->vgpu) return a->vgpu ? 1 : -1;
   if (a->score != b->score) return a->score < b->score ? -1 : 1;
   if (a->tie != b->tie) return a->tie < b->tie ? -1 : 1;
   return a->i - b->i;
@@ -445,15 +464,17 @@ static int by_score(const void *pa, const void *pb) {
  * them by seeded node ranks: no two nodes tie, so kube-scheduler neither
  * picks among them at random nor lets its own plugins choose (0..10, as
  * before, made near scores tie). The step makes one rank outweigh what
- * kube-scheduler's default score plugins can add (docs/scheduler.md). */
-static void rank_scores(const double *score, char **names, const int *first, int n,
-                        long long *out) {
+ * kube-scheduler's default score plugins can add (docs/scheduler.md).
+ * Foreign GPU nodes (foreign[i] >= 0) rank below every vgpu node: a plain
+ * GPU pod goes to another plugin's node only when vgpu's cannot take it. */
+static void rank_scores(const double *score, const int64_t *foreign, char **names, const int *first,
+                        int n, long long *out) {
   struct ranked *r = malloc(((size_t)n + 1) * sizeof(*r));
   int k = 0;
   for (int i = 0; i < n; i++) {
     out[i] = 0;
     if (r && !isnan(score[i]) && first[i] == i)
-      r[k++] = (struct ranked){score[i], ext_hash(names[i]), i};
+      r[k++] = (struct ranked){foreign[i] < 0, score[i], ext_hash(names[i]), i};
   }
   if (r) qsort(r, (size_t)k, sizeof(*r), by_score);
   for (int j = 0; j < k; j++) out[r[j].i] = (long long)(j + 1) * EXT_RANK_STEP;
@@ -477,13 +498,16 @@ static void score_candidates(struct vg_ext *x, const struct pod_req *req,
   const struct vg_policy *pol = req->node_policy ? req->node_policy : x->policy;
   int *idx = malloc(((size_t)cs->n + 1) * sizeof(int));
   for (int i = 0; idx && i < cs->n; i++) /* every node first: then one vg_sched for all */
-    idx[i] = ev->fits[i] && ev->first[i] == i
+    idx[i] = ev->fits[i] && ev->first[i] == i && ev->foreign_left[i] < 0
                  ? ext_model_add(x, &m, cs->names[i], &ev->core[i], &err)
                  : -1;
   for (int i = 0; idx && i < cs->n; i++) {
     struct vg_pick pick;
     struct vg_pod p = ev->pod[i];
     if (idx[i] >= 0) score[i] = ext_model_score(&m, pol, idx[i], &p, &pick, &err);
+    /* A foreign GPU node: the fewer GPUs it has left after the pod, the
+     * higher (whole nodes stay whole for pods asking many GPUs). */
+    if (ev->fits[i] && ev->foreign_left[i] >= 0) score[i] = -(double)ev->foreign_left[i];
     if (ev->first[i] != i) score[i] = score[ev->first[i]]; /* each node once in the model */
   }
   free(idx);
@@ -513,7 +537,7 @@ static int do_prioritize(struct vg_ext *x, const char *body, size_t len, char **
     goto done;
   }
   score_candidates(x, &req, &cs, &ev, score);
-  rank_scores(score, cs.names, ev.first, cs.n, ranked);
+  rank_scores(score, ev.foreign_left, cs.names, ev.first, cs.n, ranked);
   if (!ev.refused) reserve_top(x, ext_get(root, "Pod"), &req, &cs, ranked);
   struct ext_out o = {0};
   ext_out_lit(&o, "[");
@@ -598,6 +622,10 @@ static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req
   char why[512];
   if (ext_node_view(x, cs->names[top], cs->objs[top], EXT_CACHED, &v, why, sizeof(why)) != 0)
     return;
+  if (v.foreign) { /* its nvidia.com/gpu request is what the store counts there */
+    if (ext_foreign_fits(req, &v, why, sizeof(why))) ext_reserve(x, pod, cs->names[top], NULL);
+    return;
+  }
   json_object *a = assign_on(x, cs->names[top], req, &v, why, sizeof(why));
   json_object *ann = a ? ext_assigned_annotations(a) : NULL;
   if (ann) ext_reserve(x, pod, cs->names[top], ann);
@@ -659,15 +687,20 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
     if (ext_bind_view(x, node, key, &v, why, sizeof(why)) != 0) goto done;
-    json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
-    if (a == NULL) goto done;
-    annotations = ext_assigned_annotations(a);
-    json_object_put(a);
-    /* The pod's own UID, not the request's: the MAC must name the object the
-     * agent will read (a differing PodUID fails the Binding anyway). */
-    if (ext_sign_annotations(x, annotations, ext_get_str(ext_get(pod, "metadata"), "uid"), ns, name,
-                             node, why, sizeof(why)) != 0)
-      goto done;
+    if (v.foreign) {
+      /* A foreign GPU node: a plain Binding; its own plugin picks the devices. */
+      if (!ext_foreign_fits(&req, &v, why, sizeof(why))) goto done;
+    } else {
+      json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
+      if (a == NULL) goto done;
+      annotations = ext_assigned_annotations(a);
+      json_object_put(a);
+      /* The pod's own UID, not the request's: the MAC must name the object the
+       * agent will read (a differing PodUID fails the Binding anyway). */
+      if (ext_sign_annotations(x, annotations, ext_get_str(ext_get(pod, "metadata"), "uid"), ns,
+                               name, node, why, sizeof(why)) != 0)
+        goto done;
+    }
   }
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
   if (rc != 0)
@@ -716,6 +749,7 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
   x->client = client;
   x->policy = p;
   x->ttl_ms = cache_ttl_ms;
+  x->foreign_gpu_nodes = true; /* docs/scheduler.md, "Foreign GPU nodes": why allow */
   pthread_mutex_init(&x->lock, NULL);
   vg_cluster_init(&x->models);
   x->learner = ext_learner_new(VG_EXT_WORKLOAD_HALF_LIFE, VG_EXT_WORKLOAD_PRIOR);
@@ -725,6 +759,11 @@ struct vg_ext *vg_ext_new(struct vg_k8s_client *client, const char *policy, long
     return NULL;
   }
   return x;
+}
+
+void vg_ext_set_foreign_gpu_nodes(struct vg_ext *x, bool allow) {
+  x->foreign_gpu_nodes = allow;
+  ext_invalidate_all(x); /* views built under the other rule */
 }
 
 int vg_ext_set_workload_window(struct vg_ext *x, double half_life_pods, double prior_pods,

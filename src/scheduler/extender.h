@@ -40,6 +40,11 @@ struct vg_assign_key;
  * taken up only on an assignment that verifies. key is borrowed (must
  * outlive x); NULL: unsigned, as without --assignment-key. Before serving. */
 void vg_ext_set_assignment_key(struct vg_ext *x, struct vg_assign_key *key);
+/* May a pod asking only for whole nvidia.com/gpu be placed on a node without
+ * vgpu's inventory whose allocatable names nvidia.com/gpu (another device
+ * plugin's GPUs)? true by default (--foreign-gpu-nodes allow);
+ * docs/scheduler.md, "Foreign GPU nodes". Before serving only. */
+void vg_ext_set_foreign_gpu_nodes(struct vg_ext *x, bool allow);
 
 /* Watches Pods and Nodes in the background (extender_watch.c) so that cached
  * node views are dropped when they change and otherwise kept well past

@@ -338,6 +338,7 @@ static bool place_all(const struct pod_req *r, struct node_view *work, ext_picks
 
 bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
                   size_t len) {
+  if (v->foreign) return ext_foreign_fits(r, v, why, len); /* a count, no GPUs of ours */
   if (r->n == 1) { /* the common case: one container's GPUs are distinct, no copy needed */
     if (pick_ctr(r, &r->c[0], v, picks[0])) return true;
     explain(r, &r->c[0], v, why, len);

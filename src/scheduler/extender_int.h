@@ -19,6 +19,8 @@
  *                       deliver them: views without API requests
  *   extender_batch.c    a name index; the Nodes and Pods listed once for a
  *                       request whose candidates mostly miss the cache
+ *   extender_foreign.c  nodes whose nvidia.com/gpu another device plugin
+ *                       serves (no inventory): plain whole-GPU pods only
  *   extender.c          the verbs (filter, prioritize, bind), /metrics
  * See docs/scheduler.md.
  */
@@ -121,6 +123,10 @@ struct node_view {
    * reported) and what the pods bound to it request, as kube-scheduler
    * counts them (requests.h); the placement core scores with them. */
   int64_t cpu_alloc, mem_alloc, cpu_req, mem_req;
+  /* A foreign GPU node (extender_foreign.c): no inventory, n == 0; its
+   * allocatable nvidia.com/gpu and what its pods request of it. */
+  bool foreign;
+  int64_t gpu_alloc, gpu_req;
   struct gpu_view g[VG_SCHED_MAX_GPUS];
 };
 
@@ -175,10 +181,13 @@ void ext_store_done(struct ext_store *s);
  * with *why saying why it is unusable; *why NULL: not parsed, parse *inventory. */
 bool ext_store_node(struct ext_store *s, const char *name, const char **inventory,
                     const struct node_view **base, const char **why);
-/* The node's allocatable (when the Node reports it) and its pods' CPU and
- * memory requests into v's cpu_* and mem_* fields. */
+/* The node's allocatable (when the Node reports it) and its pods' CPU,
+ * memory and nvidia.com/gpu requests into v's cpu_*, mem_* and gpu_req. */
 void ext_store_cpu_mem(struct ext_store *s, const char *name, struct node_view *v);
-/* fn for each Pod bound to the node that may hold GPUs there, with its
+/* The Node's allocatable nvidia.com/gpu, -1 when it names none. */
+int64_t ext_store_gpu_alloc(struct ext_store *s, const char *name);
+/* fn for each Pod bound to the node that may hold GPUs there (it carries
+ * vgpu.io/assigned or requests nvidia.com/gpu), with its
  * vgpu.io/assigned parsed as the event came (has, a, error: as
  * vg_assign_from_pod returns them). */
 typedef void (*ext_store_pod_fn)(void *ctx, json_object *pod, int has,
@@ -256,7 +265,8 @@ struct vg_ext {
    * are remembered; beyond that each further one is logged every read. */
   struct ext_index bad_pods;
   int nbad_pods;
-  struct ext_metrics m; /* under lock */
+  struct ext_metrics m;   /* under lock */
+  bool foreign_gpu_nodes; /* --foreign-gpu-nodes allow (extender_foreign.c) */
 };
 
 /* The entry for name, or NULL (creates none). Lock held. */
@@ -369,6 +379,26 @@ void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_obje
 void ext_unreserve(struct vg_ext *x, const char *key);
 void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 
+/* ---- foreign GPU nodes (extender_foreign.c) ---- */
+
+/* The resource another device plugin serves on a foreign GPU node. */
+#define EXT_FOREIGN_RESOURCE "nvidia.com/gpu"
+/* How every reason for a foreign node begins (ext_reason_class reads it). */
+#define EXT_FOREIGN_WHY                                              \
+  "no vgpu.io/gpu-inventory on this node (its " EXT_FOREIGN_RESOURCE \
+  " come from another "                                              \
+  "device plugin)"
+/* v: a foreign node's view offering gpus (its allocatable), nothing requested. */
+void ext_foreign_view(struct node_view *v, int64_t gpus);
+/* Does r fit foreign node v? Only pods whose GPU ask is whole nvidia.com/gpu
+ * and within what the node's pods have not requested; false with why. */
+bool ext_foreign_fits(const struct pod_req *r, const struct node_view *v, char *why, size_t len);
+/* The nvidia.com/gpu r asks for, over its containers. */
+int64_t ext_foreign_ask(const struct pod_req *r);
+/* Is r's GPU ask whole nvidia.com/gpu alone, which another device plugin may
+ * serve (no vgpu resource, no GPU selection)? */
+bool ext_plain_gpus(const struct pod_req *r);
+
 /* ---- the learned target workload (extender_workload.c) ---- */
 
 struct ext_learner;
@@ -469,6 +499,24 @@ void ext_out_reason(struct ext_out *o, const char *s);
 void ext_out_int(struct ext_out *o, long long v);
 /* The text (caller frees), or NULL after running out of memory; o is reset. */
 char *ext_out_take(struct ext_out *o);
+
+/* ---- GPU pods that never reach vgpu-scheduler (extender_unrouted.c) ---- */
+
+#define EXT_UNROUTED_SEEN 1024 /* UIDs remembered */
+#define EXT_UNROUTED_RATE 5.0  /* Events a second, and the burst */
+struct ext_unrouted {
+  char seen[EXT_UNROUTED_SEEN][64]; /* UIDs already said so, a ring */
+  int next;
+  double tokens, last; /* the rate limit: tokens left, when last filled (s) */
+  unsigned long dropped;
+};
+/* An unbound Pending pod that asks for GPUs, names another scheduler and did
+ * not opt out (vgpu.io/scheduler: skip, label vgpu.io/admission=ignore,
+ * vgpu-system, kube-system): true with why (what the Event says). Pure. */
+bool ext_unrouted_why(json_object *pod, char *why, size_t len);
+/* Records the Warning Event NotRouted on such a pod, once per UID and at most
+ * EXT_UNROUTED_RATE a second. u: the pod watch's own (one thread). */
+void ext_unrouted_note(struct vg_ext *x, struct ext_unrouted *u, json_object *pod);
 
 /* ---- small JSON helpers (extender_request.c) ---- */
 json_object *ext_get(json_object *o, const char *key);

@@ -12,9 +12,9 @@ static const double g_bounds[EXT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0
 static const char *const g_verbs[] = {"filter", "prioritize", "bind"};
 
 static const char *const g_reason_names[EXT_R_COUNT] = {
-    "no_inventory",   "bad_inventory", "node_not_found", "not_advertised",
-    "too_few_gpus",   "too_large",     "no_room",        "cce_mode",
-    "bad_assignment", "api",           "other"};
+    "no_inventory", "bad_inventory",     "node_not_found", "not_advertised", "too_few_gpus",
+    "too_large",    "no_room",           "cce_mode",       "bad_assignment", "api",
+    "foreign_node", "foreign_node_full", "other"};
 static const char *const g_bind_names[EXT_B_COUNT] = {"conflict", "no_fit", "api", "other"};
 
 /* The phrases are the fit code's own (extender_fit.c, extender_view.c);
@@ -24,6 +24,8 @@ enum ext_reason ext_reason_class(const char *why) {
     const char *phrase;
     enum ext_reason r;
   } map[] = {
+      {"not yet requested by its pods", EXT_R_FOREIGN_FULL}, /* extender_foreign.c */
+      {EXT_FOREIGN_WHY, EXT_R_FOREIGN_ASK},
       {"(is vgpu-device-plugin running there?)", EXT_R_NO_INVENTORY},
       {"annotation vgpu.io/gpu-inventory", EXT_R_BAD_INVENTORY},
       {"node not found", EXT_R_NODE_GONE},

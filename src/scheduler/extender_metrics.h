@@ -23,7 +23,9 @@ enum ext_reason {
   EXT_R_NO_ROOM,      /* GPUs exist but lack memory/cores/slices now */
   EXT_R_CCE_MODE,     /* the other CCE isolation mode holds the GPUs */
   EXT_R_BAD_ASSIGNMENT,
-  EXT_R_API, /* the API server could not be read */
+  EXT_R_API,          /* the API server could not be read */
+  EXT_R_FOREIGN_ASK,  /* a foreign GPU node: the pod asks for more than whole nvidia.com/gpu */
+  EXT_R_FOREIGN_FULL, /* a foreign GPU node: its nvidia.com/gpu are requested by its pods */
   EXT_R_OTHER,
   EXT_R_COUNT
 };

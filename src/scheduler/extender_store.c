@@ -12,12 +12,14 @@
  * "Freshness" what that promises).
  *
  * Only what a view is built from is kept: a Node's inventory text and
- * allocatable CPU and memory; of each Pod that is bound and not finished,
- * its CPU and memory requests, and the Pod itself only when it carries
- * vgpu.io/assigned (any other Pod holds no GPU, see hold_pod in
- * extender_view.c). So a Node's status heartbeat, or an event about a Pod
- * without GPUs whose node and requests stay the same, changes nothing here
- * and drops no view.
+ * allocatable CPU, memory and nvidia.com/gpu; of each Pod that is bound and
+ * not finished, its CPU, memory and nvidia.com/gpu requests, and the Pod
+ * itself only when it carries vgpu.io/assigned or requests nvidia.com/gpu
+ * (any other Pod holds no GPU, see hold_pod in extender_view.c; the
+ * nvidia.com/gpu counts serve foreign GPU nodes, extender_foreign.c, and
+ * keeping those Pods lets a reservation there be dropped like any other). So a Node's status
+ * heartbeat, or an event about a Pod without GPUs whose node and requests stay the same, changes
+ * nothing here and drops no view.
  *
  * Locking: a read-write lock of its own. The watch threads write; the filter
  * threads read while they build a view, and may take x->lock meanwhile
@@ -55,6 +57,8 @@ struct snode {
   bool has_alloc;
   struct vg_cpu_mem alloc; /* status.allocatable, when has_alloc */
   struct vg_cpu_mem req;   /* the sum of its pods' requests */
+  int64_t gpu_alloc;       /* allocatable nvidia.com/gpu, -1: not named */
+  int64_t gpu_req;         /* the sum of its pods' nvidia.com/gpu requests */
   struct spod *pods;
 };
 
@@ -62,7 +66,8 @@ struct spod {
   struct sent e;         /* key: "namespace/name" */
   struct snode *on;      /* the node it is bound to */
   struct vg_cpu_mem req; /* its CPU and memory requests */
-  json_object *obj;      /* the Pod (owned) when it carries vgpu.io/assigned, else NULL */
+  int64_t gpus;          /* its nvidia.com/gpu request */
+  json_object *obj;      /* the Pod (owned) when it carries vgpu.io/assigned or gpus > 0 */
   int has;               /* its vgpu.io/assigned, parsed when it came: vg_assign_from_pod's */
   struct vg_assignment a;
   char *error; /* has < 0: why */
@@ -163,6 +168,7 @@ static struct snode *node_get(struct ext_store *s, const char *name, bool create
     free(n);
     n = NULL;
   }
+  if (n) n->gpu_alloc = -1;
   if (n) smap_add(&s->nodes, &n->e);
   return n;
 }
@@ -175,6 +181,7 @@ static void pod_del(struct ext_store *s, struct spod *p) {
   if (p->next) p->next->prev = p->prev;
   p->on->req.cpu -= p->req.cpu;
   p->on->req.mem -= p->req.mem;
+  p->on->gpu_req -= p->gpus;
   smap_del(&s->pods, &p->e);
   gc_node(s, p->on);
   json_object_put(p->obj);
@@ -223,14 +230,19 @@ static bool holds_gpus(json_object *pod) {
   return ext_get(ext_get(ext_get(pod, "metadata"), "annotations"), VG_ANN_ASSIGNED) != NULL;
 }
 
-/* The pod's CPU and memory requests; one that cannot be read (the API
- * server validates them) counts nothing and is logged. */
-static struct vg_cpu_mem requests_of(json_object *pod, const char *key) {
+/* The pod's CPU and memory requests, and its nvidia.com/gpu in *gpus; one
+ * that cannot be read (the API server validates them) counts nothing and
+ * is logged. */
+static struct vg_cpu_mem requests_of(json_object *pod, const char *key, int64_t *gpus) {
   struct vg_cpu_mem r = {0, 0};
   struct vg_err err = {{0}};
   if (vg_pod_requests(pod, &r, &err) != 0) {
     vg_warn("watch store: pod %s: CPU and memory requests not counted: %s", key, err.msg);
     r.cpu = r.mem = 0;
+  }
+  if (vg_pod_request_count(pod, EXT_FOREIGN_RESOURCE, gpus, &err) != 0) {
+    vg_warn("watch store: pod %s: %s request not counted: %s", key, EXT_FOREIGN_RESOURCE, err.msg);
+    *gpus = 0;
   }
   return r;
 }
@@ -252,8 +264,9 @@ static bool put_pod(struct ext_store *s, json_object *pod, bool deleted,
   const char *bound_to = ext_get_str(ext_get(pod, "spec"), "nodeName");
   if (p && !deleted && (!bound_to || !bound_to[0])) return false;
   if (p && node && !p->obj && !holds_gpus(pod) && strcmp(p->on->e.key, node) == 0) {
-    struct vg_cpu_mem r = requests_of(pod, key); /* a status update, most likely */
-    if (r.cpu == p->req.cpu && r.mem == p->req.mem) return false;
+    int64_t gpus;
+    struct vg_cpu_mem r = requests_of(pod, key, &gpus); /* a status update, most likely */
+    if (r.cpu == p->req.cpu && r.mem == p->req.mem && gpus == p->gpus) return false;
   }
   if (p) {
     snprintf(changed[0], sizeof(changed[0]), "%s", p->on->e.key);
@@ -272,11 +285,12 @@ static bool put_pod(struct ext_store *s, json_object *pod, bool deleted,
     if (n) gc_node(s, n);
     return true;
   }
-  p->req = requests_of(pod, key);
+  p->req = requests_of(pod, key, &p->gpus);
   n->req.cpu += p->req.cpu;
   n->req.mem += p->req.mem;
+  n->gpu_req += p->gpus;
+  if (holds_gpus(pod) || p->gpus > 0) p->obj = json_object_get(pod);
   if (holds_gpus(pod)) {
-    p->obj = json_object_get(pod);
     struct vg_err err = {{0}};
     p->has = vg_assign_from_pod(pod, &p->a, &err);
     p->error = p->has < 0 ? strdup(err.msg) : NULL;
@@ -306,12 +320,19 @@ static bool put_node(struct ext_store *s, json_object *node, bool deleted) {
   int has_alloc = deleted ? 0 : vg_node_allocatable(node, &alloc, &err);
   if (has_alloc < 0) vg_warn("watch store: node %s: allocatable not read: %s", name, err.msg);
   has_alloc = has_alloc > 0;
-  bool same_alloc = (bool)has_alloc == n->has_alloc &&
+  int64_t gpus = -1;
+  int k = deleted ? 0 : vg_node_allocatable_count(node, EXT_FOREIGN_RESOURCE, &gpus, &err);
+  if (k < 0)
+    vg_warn("watch store: node %s: allocatable %s not read: %s", name, EXT_FOREIGN_RESOURCE,
+            err.msg);
+  if (k <= 0) gpus = -1; /* not named (or not readable): not a foreign GPU node */
+  bool same_alloc = (bool)has_alloc == n->has_alloc && gpus == n->gpu_alloc &&
                     (!has_alloc || (alloc.cpu == n->alloc.cpu && alloc.mem == n->alloc.mem));
   if (n->present == !deleted && (deleted || (same_inv && same_alloc)))
     return false; /* a heartbeat, say */
   n->has_alloc = has_alloc;
   n->alloc = alloc;
+  n->gpu_alloc = gpus;
   forget_inventory(n);
   n->present = !deleted;
   if (!deleted && inv && !(n->inventory = strdup(inv)))
@@ -402,6 +423,12 @@ void ext_store_cpu_mem(struct ext_store *s, const char *name, struct node_view *
   if (n->has_alloc) v->cpu_alloc = n->alloc.cpu, v->mem_alloc = n->alloc.mem;
   v->cpu_req = n->req.cpu;
   v->mem_req = n->req.mem;
+  v->gpu_req = n->gpu_req;
+}
+
+int64_t ext_store_gpu_alloc(struct ext_store *s, const char *name) {
+  const struct snode *n = (const struct snode *)smap_get(&s->nodes, name);
+  return n && n->present ? n->gpu_alloc : -1;
 }
 
 size_t ext_store_names(struct ext_store *s, char ***names) {

@@ -84,6 +84,9 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
   v->reserve = 0;
   v->cpu_alloc = v->mem_alloc = -1;
   v->cpu_req = v->mem_req = 0;
+  v->foreign = false;
+  v->gpu_alloc = -1;
+  v->gpu_req = 0;
   json_object *inv = json_tokener_parse(text);
   json_object *gpus = ext_get(inv, "gpus");
   int rc = -1;
@@ -128,6 +131,32 @@ static int view_from_inventory(const char *text, struct node_view *v, char *why,
     return -1;
   }
   return ext_parse_inventory(text, v, why, len);
+}
+
+/* What a view starts from: the inventory inv, or, for a Node without one
+ * whose allocatable names nvidia.com/gpu (gpus >= 0), a foreign GPU node
+ * when --foreign-gpu-nodes allows them (extender_foreign.c). */
+static int base_view(const struct vg_ext *x, const char *inv, int64_t gpus, struct node_view *v,
+                     char *why, size_t len) {
+  if (inv || gpus < 0) return view_from_inventory(inv, v, why, len);
+  if (x->foreign_gpu_nodes) {
+    ext_foreign_view(v, gpus);
+    return 0;
+  }
+  snprintf(why, len,
+           "no %s annotation (is vgpu-device-plugin running there?); its %s are another device "
+           "plugin's, and --foreign-gpu-nodes deny keeps GPU pods off such nodes",
+           VG_ANN_INVENTORY, EXT_FOREIGN_RESOURCE);
+  return -1;
+}
+
+/* The Node's allocatable nvidia.com/gpu, -1 when it names none. */
+static int64_t node_gpus(json_object *node) {
+  int64_t gpus = -1;
+  struct vg_err err = {{0}};
+  int k = vg_node_allocatable_count(node, EXT_FOREIGN_RESOURCE, &gpus, &err);
+  if (k < 0) vg_warn("allocatable %s not read: %s", EXT_FOREIGN_RESOURCE, err.msg);
+  return k > 0 ? gpus : -1;
 }
 
 /* Device IDs an assignment entry of `memory` bytes holds of resource r. */
@@ -236,14 +265,17 @@ void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, i
  * nothing and is logged. */
 static void add_requests(struct node_view *v, json_object *pod) {
   struct vg_cpu_mem r;
+  int64_t gpus = 0;
   struct vg_err err = {{0}};
-  if (vg_pod_requests(pod, &r, &err) != 0) {
+  if (vg_pod_requests(pod, &r, &err) != 0 ||
+      vg_pod_request_count(pod, EXT_FOREIGN_RESOURCE, &gpus, &err) != 0) {
     const char *name = ext_get_str(ext_get(pod, "metadata"), "name");
-    vg_warn("pod %s: its CPU and memory requests are not counted: %s", name ? name : "?", err.msg);
+    vg_warn("pod %s: its requests are not counted: %s", name ? name : "?", err.msg);
     return;
   }
   v->cpu_req += r.cpu;
   v->mem_req += r.mem;
+  v->gpu_req += gpus;
 }
 
 /* The Node's allocatable onto v (unknown: -1, as ext_parse_inventory left it). */
@@ -282,8 +314,10 @@ static void hold_stored(void *ctx, json_object *pod, int has, const struct vg_as
   char key[EXT_POD_KEY_MAX];
   if (h->exclude && ext_pod_key(pod, key, sizeof(key)) && strcmp(key, h->exclude) == 0) {
     struct vg_cpu_mem r; /* the store's sums count it: take its requests back */
+    int64_t gpus = 0;
     struct vg_err err = {{0}};
     if (vg_pod_requests(pod, &r, &err) == 0) h->v->cpu_req -= r.cpu, h->v->mem_req -= r.mem;
+    if (vg_pod_request_count(pod, EXT_FOREIGN_RESOURCE, &gpus, &err) == 0) h->v->gpu_req -= gpus;
     return;
   }
   ext_hold_assignment(h->x, h->node, pod, has, a, error, h->v);
@@ -326,6 +360,9 @@ void ext_view_copy(struct node_view *dst, const struct node_view *src) {
   dst->mem_alloc = src->mem_alloc;
   dst->cpu_req = src->cpu_req;
   dst->mem_req = src->mem_req;
+  dst->foreign = src->foreign;
+  dst->gpu_alloc = src->gpu_alloc;
+  dst->gpu_req = src->gpu_req;
   memcpy(dst->g, src->g, (size_t)src->n * sizeof(src->g[0]));
 }
 
@@ -442,6 +479,9 @@ static int from_store(struct vg_ext *x, struct ext_store *store, const char *nam
   int rc = found ? 0 : -1;
   if (!found)
     snprintf(why, len, "node not found");
+  else if (!*inv) /* a foreign GPU node, or a node without GPUs of ours */
+    rc = base_view(x, NULL, node_obj ? node_gpus(node_obj) : ext_store_gpu_alloc(store, name), v,
+                   why, len);
   else if (node_obj || !base_why) /* the store parsed the inventory as the event came */
     rc = view_from_inventory(*inv, v, why, len);
   else if ((rc = base ? 0 : -1) != 0)
@@ -495,6 +535,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
   if (hit) return rc;
   struct node_view v;
   v.n = 0; /* every path below leaves a valid (maybe empty) view to cache */
+  v.foreign = false;
   if (store && fresh != EXT_FROM_API) { /* no API request: a list as of the last event */
     ext_store_read(store);
     const char *inv = NULL;
@@ -522,7 +563,7 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
     }
     node_obj = fetched;
   }
-  rc = view_from_inventory(inventory_text(node_obj), &v, why, len);
+  rc = base_view(x, inventory_text(node_obj), node_gpus(node_obj), &v, why, len);
   if (rc == 0) rc = subtract_pods(x, name, batch, &v, why, len);
   if (rc == 0) set_allocatable(&v, node_obj);
   store_view(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);

@@ -55,6 +55,7 @@ struct ext_watch {
   volatile sig_atomic_t stop;
   struct watcher pods, nodes;
   struct ext_store *store;
+  struct ext_unrouted unrouted; /* the pods watch's thread only */
 };
 
 struct ext_store *ext_synced_store(const struct vg_ext *x) {
@@ -89,6 +90,7 @@ static int on_event(enum vg_k8s_event type, json_object *obj, void *arg) {
   char key[EXT_POD_KEY_MAX]; /* a bind of ours has arrived: the store has it now */
   if (r->pod && node && node[0] && ext_pod_key(obj, key, sizeof(key)))
     ext_pending_seen(x, key, node);
+  if (r->pod && type != VG_K8S_DELETED) ext_unrouted_note(x, &r->w->unrouted, obj);
   pthread_mutex_lock(&x->lock);
   x->m.watch_events[r->pod ? 0 : 1]++;
   pthread_mutex_unlock(&x->lock);

@@ -4,6 +4,7 @@
  *   vgpu-scheduler --listen ADDR:PORT [--kubeconfig FILE] [--policy NAME]
  *                  [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]
  *                  [--workload-half-life PODS] [--workload-prior PODS]
+ *                  [--foreign-gpu-nodes allow|deny]
  *                  [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]
  *
  * Prints "PORT <n>" on stdout once listening (port 0 picks a free one), serves
@@ -30,6 +31,7 @@ static void usage(FILE *f) {
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "                      [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]\n"
           "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
+          "                      [--foreign-gpu-nodes allow|deny]\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -64,6 +66,11 @@ static void usage(FILE *f) {
           "                      bind and resizes write (vgpu.io/assigned-mac), for the node\n"
           "                      agents to check; re-read when the file changes; unreadable\n"
           "                      later: binds fail. Default: unsigned (docs/security.md)\n"
+          "  --foreign-gpu-nodes allow|deny\n"
+          "                      a node without vgpu's inventory whose allocatable names\n"
+          "                      nvidia.com/gpu runs another device plugin: allow (default)\n"
+          "                      places pods asking only whole nvidia.com/gpu there, below\n"
+          "                      every vgpu node; deny fails every GPU pod there\n"
           "  --version           print the version and exit\n");
 }
 
@@ -81,8 +88,10 @@ int main(int argc, char **argv) {
                                        {"workload-half-life", required_argument, NULL, 'H'},
                                        {"workload-prior", required_argument, NULL, 'P'},
                                        {"assignment-key", required_argument, NULL, 'K'},
+                                       {"foreign-gpu-nodes", required_argument, NULL, 'F'},
                                        {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu", *key_file = NULL;
+  const char *foreign = "allow";
   long ttl = 1000, resize_ms = 1000;
   bool watch = true;
   double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
@@ -162,6 +171,14 @@ int main(int argc, char **argv) {
       case 'K':
         key_file = optarg;
         break;
+      case 'F':
+        if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
+          fprintf(stderr, "vgpu-scheduler: --foreign-gpu-nodes \"%s\": not allow or deny\n",
+                  optarg);
+          return 2;
+        }
+        foreign = optarg;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -221,6 +238,7 @@ int main(int argc, char **argv) {
   vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
   if (x) vg_ext_set_assignment_key(x, key);
+  if (x) vg_ext_set_foreign_gpu_nodes(x, strcmp(foreign, "allow") == 0);
   if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
     vg_ext_free(x);
     x = NULL;
@@ -240,8 +258,8 @@ int main(int argc, char **argv) {
   if (key) vg_info("vgpu-scheduler: signing assignments with the key in %s", key_file);
   printf("PORT %d\n", vg_ext_server_port(srv));
   fflush(stdout);
-  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s", (int)(strrchr(listen, ':') - listen),
-          listen, vg_ext_server_port(srv), policy);
+  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s, foreign GPU nodes: %s",
+          (int)(strrchr(listen, ':') - listen), listen, vg_ext_server_port(srv), policy, foreign);
   int sig = 0;
   sigwait(&set, &sig);
   vg_ext_server_stop(srv);

@@ -9,7 +9,7 @@
 #include "json_get.h"
 #include "log.h"
 
-#define CONFIG_PATH "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+#define CONFIG_GROUP "/apis/admissionregistration.k8s.io/v1/"
 
 static void add_b64(json_object *data, const char *key, const char *pem) {
   char *b = vg_base64_encode(pem, strlen(pem));
@@ -168,10 +168,12 @@ static int ensure_secret(struct vg_k8s_client *c, const struct vg_wh_certs_optio
   return rc >= 0 ? 0 : -1;
 }
 
-static int patch_config(struct vg_k8s_client *c, const char *name, const char *ca,
+/* kind: "mutatingwebhookconfigurations" or "validatingwebhookconfigurations"
+ * (the same webhooks list and caBundle field). */
+static int patch_config(struct vg_k8s_client *c, const char *kind, const char *name, const char *ca,
                         struct vg_err *err) {
   char path[512], nb[256], *patch = NULL;
-  snprintf(path, sizeof(path), CONFIG_PATH "%s", vg_k8s_escape(name, nb, sizeof(nb)));
+  snprintf(path, sizeof(path), CONFIG_GROUP "%s/%s", kind, vg_k8s_escape(name, nb, sizeof(nb)));
   json_object *cfg = NULL;
   if (vg_k8s_call(c, "GET", path, NULL, NULL, &cfg, err) != 0) return -1;
   int rc = vg_wh_cabundle_patch(cfg, ca, &patch, err);
@@ -189,7 +191,9 @@ int vg_wh_certs_run(struct vg_k8s_client *c, const struct vg_wh_certs_options *o
   char names[VG_WH_CERT_NAMES][VG_WH_NAME_MAX], *ca = NULL;
   if (vg_wh_cert_names(o->service, o->namespace_, names, err) != 0) return -1;
   if (ensure_secret(c, o, names, &ca, err) != 0) return -1;
-  int rc = patch_config(c, o->webhook_config, ca, err);
+  int rc = patch_config(c, "mutatingwebhookconfigurations", o->webhook_config, ca, err);
+  if (rc == 0 && o->validating_config != NULL)
+    rc = patch_config(c, "validatingwebhookconfigurations", o->validating_config, ca, err);
   free(ca);
   return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * certs_api.h -- `vgpu-webhook certs`: the serving certificate as a
  * kubernetes.io/tls Secret, and its CA as the caBundle of the
- * MutatingWebhookConfiguration, through src/k8s.
+ * MutatingWebhookConfiguration (routing) and the ValidatingWebhookConfiguration
+ * (the guard), through src/k8s.
  *
  * Idempotent, so the Job may run again (a re-install, a renewal): a Secret
  * that passes vg_wh_certs_check is kept and only the caBundle is brought in
@@ -18,6 +19,9 @@
 
 struct vg_wh_certs_options {
   const char *namespace_, *service, *secret, *webhook_config;
+  /* The ValidatingWebhookConfiguration of the guard (docs/admission.md)
+   * whose caBundle is set too; NULL for none. */
+  const char *validating_config;
   unsigned days;     /* validity of a new pair */
   unsigned min_days; /* an existing pair with less left is replaced */
 };

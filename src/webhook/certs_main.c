@@ -23,7 +23,8 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: vgpu-webhook certs [--namespace NS] [--service NAME] [--secret NAME]\n"
-      "                          [--webhook-config NAME] [--days N] [--kubeconfig FILE]\n"
+      "                          [--webhook-config NAME] [--validating-config NAME]\n"
+      "                          [--days N] [--kubeconfig FILE]\n"
       "                          [--assignment-key-secret NAME [--assignment-key-only]]\n"
       "                          [--out-dir DIR]\n"
       "  --namespace NS          the webhook Service's and the Secret's namespace\n"
@@ -34,6 +35,8 @@ static void usage(FILE *f) {
       "                          (default vgpu-webhook-tls); a valid one is kept\n"
       "  --webhook-config NAME   MutatingWebhookConfiguration whose caBundle is set\n"
       "                          (default vgpu-webhook)\n"
+      "  --validating-config NAME  ValidatingWebhookConfiguration whose caBundle is set\n"
+      "                          too (the guard, deploy/base: vgpu-guard; default none)\n"
       "  --days N                validity of a new CA and certificate (default 3650); an\n"
       "                          existing pair with under 30 days left is replaced\n"
       "  --assignment-key-secret NAME\n"
@@ -103,13 +106,18 @@ int vg_wh_certs_main(int argc, char **argv) {
                                        {"days", required_argument, NULL, 'd'},
                                        {"kubeconfig", required_argument, NULL, 'k'},
                                        {"out-dir", required_argument, NULL, 'o'},
+                                       {"validating-config", required_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {"assignment-key-secret", required_argument, NULL, 'K'},
                                        {"assignment-key-only", no_argument, NULL, 'A'},
                                        {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
-  struct vg_wh_certs_options o = {"vgpu-system",  "vgpu-webhook", "vgpu-webhook-tls",
-                                  "vgpu-webhook", 3650,           30};
+  struct vg_wh_certs_options o = {.namespace_ = "vgpu-system",
+                                  .service = "vgpu-webhook",
+                                  .secret = "vgpu-webhook-tls",
+                                  .webhook_config = "vgpu-webhook",
+                                  .days = 3650,
+                                  .min_days = 30};
   const char *kubeconfig = NULL, *out_dir = NULL, *key_secret = NULL;
   bool key_only = false;
   vg_log_set_default(VG_LOG_INFO);
@@ -122,6 +130,8 @@ int vg_wh_certs_main(int argc, char **argv) {
       o.secret = optarg;
     else if (c == 'w')
       o.webhook_config = optarg;
+    else if (c == 'v')
+      o.validating_config = optarg;
     else if (c == 'k')
       kubeconfig = optarg;
     else if (c == 'o')

@@ -166,13 +166,27 @@ static const char *app_asks(json_object *ctrs, const struct vg_wh_resources *res
   return first;
 }
 
+/* The label that scopes the guard's calls (decide.h): added unless there. */
+static void mark(json_object *pod, struct vg_wh_decision *d) {
+  json_object *labels = vg_json_get(vg_json_get(pod, "metadata"), "labels");
+  const char *v = vg_json_get_str(labels, VG_WH_MANAGED_LABEL);
+  d->add_label = v == NULL || strcmp(v, VG_WH_MANAGED_VALUE) != 0;
+  d->labels_present = labels != NULL && json_object_is_type(labels, json_type_object);
+}
+
 static void route(json_object *pod, const char *resource, struct vg_wh_decision *d) {
   json_object *ann = vg_json_get(vg_json_get(pod, "metadata"), "annotations");
   const char *was = vg_json_get_str(vg_json_get(pod, "spec"), "schedulerName");
+  mark(pod, d);
   if (was != NULL && strcmp(was, VG_WH_SCHEDULER) == 0) {
-    set_why(d, VG_WH_ALLOW, "asks for %.100s and is already for %s", resource, VG_WH_SCHEDULER);
+    if (d->add_label)
+      set_why(d, VG_WH_ROUTE, "asks for %.100s, already for %s: label %s", resource,
+              VG_WH_SCHEDULER, VG_WH_MANAGED_LABEL);
+    else
+      set_why(d, VG_WH_ALLOW, "asks for %.100s and is already for %s", resource, VG_WH_SCHEDULER);
     return;
   }
+  d->set_scheduler = true;
   snprintf(d->original, sizeof(d->original), "%s",
            was != NULL && *was != '\0' ? was : VG_WH_DEFAULT_SCHEDULER);
   d->annotations_present = ann != NULL && json_object_is_type(ann, json_type_object);
@@ -258,6 +272,23 @@ static void refuse_change(const struct guarded *g, const char *user, const struc
           g->key, by, who, g->records);
 }
 
+/* The label VG_WH_MANAGED_LABEL on old, changed or removed in pod: without it
+ * the API server would stop sending the pod's UPDATEs to the guard, so no
+ * one may change it. Returns true when d is decided (refused). */
+static bool unmarked(json_object *old, json_object *pod, struct vg_wh_decision *d) {
+  const char *was =
+      vg_json_get_str(vg_json_get(vg_json_get(old, "metadata"), "labels"), VG_WH_MANAGED_LABEL);
+  const char *now =
+      vg_json_get_str(vg_json_get(vg_json_get(pod, "metadata"), "labels"), VG_WH_MANAGED_LABEL);
+  if (was == NULL || (now != NULL && strcmp(was, now) == 0)) return false;
+  set_why(d, VG_WH_REFUSE,
+          "the label %s marks a pod that vgpu-webhook sent to %s; it cannot be changed or "
+          "removed (the API server checks this pod's updates against vgpu's annotations only "
+          "while it is there; docs/admission.md)",
+          VG_WH_MANAGED_LABEL, VG_WH_SCHEDULER);
+  return true;
+}
+
 void vg_wh_decide_update(json_object *old, json_object *pod, const char *user,
                          const struct vg_wh_writers *w, struct vg_wh_decision *d) {
   memset(d, 0, sizeof(*d));
@@ -267,6 +298,7 @@ void vg_wh_decide_update(json_object *old, json_object *pod, const char *user,
     return;
   }
   if (user != NULL && *user == '\0') user = NULL; /* no name is no one's */
+  if (unmarked(old, pod, d)) return;
   for (size_t i = 0; i < N_GUARDED; i++) {
     if (!changed(old, pod, guarded[i].key) || may_write(&guarded[i], user, w)) continue;
     refuse_change(&guarded[i], user, w, d);
@@ -291,6 +323,14 @@ static bool refuse_preset(json_object *pod, struct vg_wh_decision *d) {
     return true;
   }
   return false;
+}
+
+void vg_wh_decide_create_guard(json_object *pod, struct vg_wh_decision *d) {
+  memset(d, 0, sizeof(*d));
+  if (pod == NULL || !json_object_is_type(pod, json_type_object))
+    set_why(d, VG_WH_REFUSE, "request.object is not a Pod object");
+  else if (!refuse_preset(pod, d))
+    set_why(d, VG_WH_ALLOW, "created without vgpu's annotations");
 }
 
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d) {

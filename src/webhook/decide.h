@@ -29,6 +29,10 @@
  *   vgpu.io/resize-node    the node agent's
  *   vgpu.io/resize-status  the scheduler's and the node agent's
  *
+ * A routed pod also gets the label vgpu.io/managed: "true", which scopes the
+ * API server's calls of the guard to vgpu's pods; no UPDATE may change or
+ * remove it.
+ *
  * A Pod created with any of them, or an UPDATE by anyone else that sets,
  * changes or removes one, is refused -- otherwise a tenant could write
  * itself a larger grant, or a resize outcome nothing checked. The user's own
@@ -53,6 +57,12 @@
 #define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
 #define VG_WH_ASSIGNED_ANNOTATION "vgpu.io/assigned"
 #define VG_WH_ASSIGNED_MAC_ANNOTATION "vgpu.io/assigned-mac"
+/* The label a routed pod carries: the API server sends the UPDATEs of the
+ * pods that have it, and only those, to the guard (the ValidatingWebhook
+ * vgpu-guard's objectSelector), so an outage of ours cannot block updates of
+ * other pods. Set by the route, never removed. */
+#define VG_WH_MANAGED_LABEL "vgpu.io/managed"
+#define VG_WH_MANAGED_VALUE "true"
 
 enum vg_wh_verdict { VG_WH_ALLOW, VG_WH_ROUTE, VG_WH_REFUSE };
 
@@ -62,12 +72,18 @@ struct vg_wh_decision {
    * ALLOW/ROUTE: why, for the debug log. */
   char why[VG_ERR_MAX];
   /* ROUTE only: */
+  bool set_scheduler;       /* spec.schedulerName is not vgpu-scheduler yet */
   char original[256];       /* spec.schedulerName before (default-scheduler if absent) */
   bool record_original;     /* VG_WH_ORIGINAL_ANNOTATION is not on the pod yet */
   bool annotations_present; /* metadata.annotations exists (add a key, not the map) */
+  bool add_label;           /* VG_WH_MANAGED_LABEL is not on the pod yet */
+  bool labels_present;      /* metadata.labels exists */
 };
 
 void vg_wh_decide(json_object *pod, const struct vg_wh_resources *res, struct vg_wh_decision *d);
+/* The guard's half of a Pod CREATE, without routing (the validating path,
+ * which must not patch): refused if pod carries a guarded annotation. */
+void vg_wh_decide_create_guard(json_object *pod, struct vg_wh_decision *d);
 /* A Pod UPDATE from old to pod by user (request.userInfo.username; NULL
  * when the review has none, which is no one's): refused if it changes a
  * guarded annotation user is not a writer of; else allowed. */

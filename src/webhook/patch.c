@@ -31,23 +31,33 @@ static void add_op(json_object *ops, const char *path, json_object *value) {
   json_object_array_add(ops, op);
 }
 
+/* add of key in the map at /metadata/<map>: a pointer into the map, or the
+ * whole map when there is none (a pointer into it would not resolve). */
+static void add_meta(json_object *ops, const char *map, bool present, const char *key,
+                     json_object *value) {
+  char esc[128], path[192];
+  if (present) {
+    vg_wh_pointer_escape(key, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/metadata/%s/%s", map, esc);
+    add_op(ops, path, value);
+    return;
+  }
+  json_object *whole = json_object_new_object();
+  json_object_object_add(whole, key, value);
+  snprintf(path, sizeof(path), "/metadata/%s", map);
+  add_op(ops, path, whole);
+}
+
 char *vg_wh_patch(const struct vg_wh_decision *d) {
   json_object *ops = json_object_new_array();
   if (ops == NULL) return NULL;
-  add_op(ops, "/spec/schedulerName", json_object_new_string(VG_WH_SCHEDULER));
-  if (d->record_original) {
-    json_object *orig = json_object_new_string(d->original);
-    if (d->annotations_present) {
-      char key[128], path[160];
-      vg_wh_pointer_escape(VG_WH_ORIGINAL_ANNOTATION, key, sizeof(key));
-      snprintf(path, sizeof(path), "/metadata/annotations/%s", key);
-      add_op(ops, path, orig);
-    } else { /* no map yet: a pointer into it would not resolve */
-      json_object *map = json_object_new_object();
-      json_object_object_add(map, VG_WH_ORIGINAL_ANNOTATION, orig);
-      add_op(ops, "/metadata/annotations", map);
-    }
-  }
+  if (d->set_scheduler) add_op(ops, "/spec/schedulerName", json_object_new_string(VG_WH_SCHEDULER));
+  if (d->set_scheduler && d->record_original)
+    add_meta(ops, "annotations", d->annotations_present, VG_WH_ORIGINAL_ANNOTATION,
+             json_object_new_string(d->original));
+  if (d->add_label)
+    add_meta(ops, "labels", d->labels_present, VG_WH_MANAGED_LABEL,
+             json_object_new_string(VG_WH_MANAGED_VALUE));
   const char *text =
       json_object_to_json_string_ext(ops, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   char *out = text != NULL ? strdup(text) : NULL;

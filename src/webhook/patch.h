@@ -3,7 +3,7 @@
  * set to vgpu-scheduler ("add" replaces a member that exists, so one op
  * serves absent, default-scheduler and volcano alike) and the original
  * recorded in vgpu.io/original-scheduler-name, whose '/' the JSON pointer
- * writes as "~1".
+ * writes as "~1"; and the label vgpu.io/managed (decide.h).
  */
 #ifndef VG_WH_PATCH_H
 #define VG_WH_PATCH_H

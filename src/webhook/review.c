@@ -72,7 +72,8 @@ static enum vg_wh_result answer(json_object *resp, const struct vg_wh_decision *
   json_object_object_add(resp, "patchType", json_object_new_string("JSONPatch"));
   json_object_object_add(resp, "patch", json_object_new_string(b64));
   free(b64);
-  if (strcmp(d->original, VG_WH_DEFAULT_SCHEDULER) != 0) { /* someone chose another one */
+  if (d->set_scheduler && strcmp(d->original, VG_WH_DEFAULT_SCHEDULER) != 0) {
+    /* someone chose another one */
     char w[400];
     snprintf(w, sizeof(w), "vgpu: spec.schedulerName %.100s replaced by %s (was kept in %s)",
              d->original, VG_WH_SCHEDULER, VG_WH_ORIGINAL_ANNOTATION);
@@ -89,18 +90,27 @@ static const char *user_of(json_object *req) {
   return vg_json_get_str(vg_json_get(req, "userInfo"), "username");
 }
 
-static void decide_review(const char *api_version, json_object *req,
+/* The decision for a Pod CREATE or UPDATE (op) in mode. */
+static void decide_pod(enum vg_wh_mode mode, const char *op, json_object *req,
+                       const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                       struct vg_wh_decision *d) {
+  if (strcmp(op, "UPDATE") == 0)
+    vg_wh_decide_update(vg_json_get(req, "oldObject"), vg_json_get(req, "object"), user_of(req), w,
+                        d);
+  else if (mode == VG_WH_VALIDATE)
+    vg_wh_decide_create_guard(vg_json_get(req, "object"), d);
+  else
+    vg_wh_decide(vg_json_get(req, "object"), res, d);
+}
+
+static void decide_review(enum vg_wh_mode mode, const char *api_version, json_object *req,
                           const struct vg_wh_resources *res, const struct vg_wh_writers *w,
                           struct vg_wh_reply *out) {
   json_object *resp = json_object_new_object();
   json_object_object_add(resp, "uid", json_object_get(vg_json_get(req, "uid")));
   struct vg_wh_decision d = {.verdict = VG_WH_ALLOW};
   const char *op = pod_operation(req);
-  if (op != NULL && strcmp(op, "CREATE") == 0)
-    vg_wh_decide(vg_json_get(req, "object"), res, &d);
-  else if (op != NULL)
-    vg_wh_decide_update(vg_json_get(req, "oldObject"), vg_json_get(req, "object"), user_of(req), w,
-                        &d);
+  if (op != NULL) decide_pod(mode, op, req, res, w, &d);
   out->result = answer(resp, &d);
   if (out->result == VG_WH_R_INVALID) {
     json_object_put(resp);
@@ -124,6 +134,12 @@ static void decide_review(const char *api_version, json_object *req,
 
 void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *res,
                   const struct vg_wh_writers *w, struct vg_wh_reply *out) {
+  vg_wh_review_as(VG_WH_MUTATE, body, len, res, w, out);
+}
+
+void vg_wh_review_as(enum vg_wh_mode mode, const char *body, size_t len,
+                     const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                     struct vg_wh_reply *out) {
   char why[256];
   memset(out, 0, sizeof(*out));
   if (len > VG_WH_MAX_BODY) {
@@ -145,6 +161,6 @@ void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *re
   else if (uid == NULL || *uid == '\0')
     plain(out, 400, "AdmissionReview without request.uid: nothing to answer to");
   else
-    decide_review(api, req, res, w, out);
+    decide_review(mode, api, req, res, w, out);
   json_object_put(review);
 }

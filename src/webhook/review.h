@@ -42,6 +42,15 @@ struct vg_wh_reply {
   enum vg_wh_result result; /* for the metrics */
 };
 
+/* Which webhook asks: the mutating one (POST /mutate: routes a CREATE and
+ * guards it and an UPDATE) or the validating guard (POST /validate: the
+ * guard only, never a patch, which a validating webhook may not answer). */
+enum vg_wh_mode { VG_WH_MUTATE, VG_WH_VALIDATE };
+
+void vg_wh_review_as(enum vg_wh_mode mode, const char *body, size_t len,
+                     const struct vg_wh_resources *res, const struct vg_wh_writers *w,
+                     struct vg_wh_reply *out);
+/* vg_wh_review_as(VG_WH_MUTATE, ...). */
 void vg_wh_review(const char *body, size_t len, const struct vg_wh_resources *res,
                   const struct vg_wh_writers *w, struct vg_wh_reply *out);
 

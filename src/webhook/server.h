@@ -1,5 +1,5 @@
 /*
- * server.h -- vgpu-webhook's HTTPS server: POST /mutate (review.h),
+ * server.h -- vgpu-webhook's HTTPS server: POST /mutate and /validate (review.h),
  * GET /healthz, GET /metrics, on libmicrohttpd with GnuTLS.
  *
  * Certificate rotation: vg_wh_server_reload, called every few seconds by

@@ -19,6 +19,7 @@ those two run as.
 Exit 77 (CTest: skipped) when neither kubectl nor kustomize is installed.
 """
 
+import json
 import os
 import re
 import shutil
@@ -149,8 +150,9 @@ def check_rbac(objs):
           "certs Job Role: create secrets, get/update vgpu-webhook-tls, get "
           "vgpu-assignment-key only: %s" % wh)
     whc = rules_of(objs[("ClusterRole", "vgpu-webhook-certs")])
-    check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"}},
-          "certs Job ClusterRole: get/patch the one webhook configuration: %s" % whc)
+    check(whc == {"mutatingwebhookconfigurations@vgpu-webhook": {"get", "patch"},
+                  "validatingwebhookconfigurations@vgpu-guard": {"get", "patch"}},
+          "certs Job ClusterRole: get/patch the two webhook configurations only: %s" % whc)
     for kind in ("ClusterRole", "Role"):
         ours = [n for (k, n) in objs if k == kind]
         check(set(ours) <= {"vgpu-device-plugin", "vgpu-scheduler-extender",
@@ -347,21 +349,68 @@ def check_webhook(objs):
           "--webhook-config=vgpu-webhook" in jc["command"] and
           "--service=vgpu-webhook" in jc["command"] and "--namespace=" + NS in jc["command"],
           "certs Job names the Secret, the Service and the configuration")
-    mwc = objs[("MutatingWebhookConfiguration", "vgpu-webhook")]
-    (w,) = mwc["webhooks"]
-    check((w["failurePolicy"], w["reinvocationPolicy"], w["sideEffects"],
-           w["admissionReviewVersions"]) == ("Fail", "IfNeeded", "None", ["v1"]),
-          "webhook policies")
-    check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
-                                           "path": "/mutate", "port": 443}, "clientConfig")
-    check(w["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"],
-                          "operations": ["CREATE", "UPDATE"], "resources": ["pods"],
-                          "scope": "Namespaced"}], "rules: pods CREATE and UPDATE")
-    ex = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
-    check(ex["kubernetes.io/metadata.name"]["values"] == [NS, "kube-system"] and
-          ex["vgpu.io/admission"]["values"] == ["ignore"] and
-          objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
-          "the webhook leaves vgpu-system and kube-system alone")
+    check("--validating-config=vgpu-guard" in jc["command"],
+          "certs Job sets the guard's caBundle too")
+    check_admission_scope(objs, port)
+    check_webhook_availability(objs)
+
+
+OUTSIDE_VGPU = [{"key": "vgpu.io/admission", "operator": "NotIn", "values": ["ignore"]},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                 "values": [NS, "kube-system"]}]
+
+
+def check_admission_scope(objs, port):
+    """The blast radius of docs/admission.md ("When vgpu-webhook is down"): the route is
+    CREATE only and Ignore; the guard is UPDATE of labelled pods only and Fail; both
+    skip vgpu-system, kube-system and anything labelled vgpu.io/admission=ignore, which
+    the API server checks before it calls."""
+    (route,) = objs[("MutatingWebhookConfiguration", "vgpu-webhook")]["webhooks"]
+    check((route["name"], route["failurePolicy"], route["reinvocationPolicy"],
+           route["sideEffects"], route["admissionReviewVersions"]) ==
+          ("pods.vgpu.io", "Ignore", "IfNeeded", "None", ["v1"]), "route policies")
+    check(route["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}],
+          "route: pods CREATE only")
+    check(route["objectSelector"] == {"matchExpressions": OUTSIDE_VGPU[:1]},
+          "route: pods labelled vgpu.io/admission=ignore are not sent")
+    (guard,) = objs[("ValidatingWebhookConfiguration", "vgpu-guard")]["webhooks"]
+    check((guard["name"], guard["failurePolicy"], guard["sideEffects"]) ==
+          ("guard.vgpu.io", "Fail", "None"), "guard policies")
+    check(guard["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}],
+          "guard: pods UPDATE only")
+    check(guard["objectSelector"] == {"matchLabels": {"vgpu.io/managed": "true"}},
+          "guard: only pods the route labelled")
+    for w, path in ((route, "/mutate"), (guard, "/validate")):
+        check(w["clientConfig"]["service"] == {"name": "vgpu-webhook", "namespace": NS,
+                                               "path": path, "port": 443},
+              "%s clientConfig" % w["name"])
+        check(w["namespaceSelector"] == {"matchExpressions": OUTSIDE_VGPU},
+              "%s leaves vgpu-system, kube-system and opted-out namespaces alone" % w["name"])
+    check(objs[("Namespace", NS)]["metadata"]["labels"].get("vgpu.io/admission") == "ignore",
+          "vgpu-system carries vgpu.io/admission=ignore (1.20 has no metadata.name label)")
+
+
+def check_webhook_availability(objs):
+    """Two replicas on different nodes where possible, none stopped before its successor
+    runs, one kept through a drain, and only 8443 open."""
+    dep = objs[("Deployment", "vgpu-webhook")]["spec"]
+    check(dep["replicas"] >= 2 and dep["strategy"]["rollingUpdate"]["maxUnavailable"] == 0,
+          "webhook: 2 replicas, rollouts never empty the Service")
+    (term,) = dep["template"]["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    check(term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname" and
+          term["podAffinityTerm"]["labelSelector"]["matchLabels"] ==
+          {"app.kubernetes.io/name": "vgpu-webhook"}, "webhook replicas spread over nodes")
+    pdb = objs[("PodDisruptionBudget", "vgpu-webhook")]["spec"]
+    check(pdb == {"minAvailable": 1,
+                  "selector": {"matchLabels": {"app.kubernetes.io/name": "vgpu-webhook"}}},
+          "PodDisruptionBudget keeps one webhook replica")
+    pol = objs[("NetworkPolicy", "vgpu-webhook-ingress")]["spec"]
+    check(pol["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "vgpu-webhook"} and
+          pol["ingress"] == [{"ports": [{"protocol": "TCP", "port": 8443}]}],
+          "webhook NetworkPolicy: 8443 only")
 
 
 def check_images(objs):
@@ -426,11 +475,12 @@ def check_overlay(cmd, overlay, config_file, bindir):
     objs = index(render(cmd, overlay))
     kinds = sorted({k for k, _ in objs})
     check(kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment",
-                    "Job", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Role",
-                    "RoleBinding", "Service", "ServiceAccount"],
+                    "Job", "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy",
+                    "PodDisruptionBudget", "Role",
+                    "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"],
           "%s: kinds %s" % (overlay, kinds))
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding",
-                      "MutatingWebhookConfiguration"}
+                      "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     for (kind, name), o in objs.items():
         ns = o["metadata"].get("namespace")
         if kind in cluster_scoped:
@@ -471,6 +521,45 @@ def check_cert_manager(cmd, bindir):
     check_assignment_key(objs)
     if bindir:
         check_flags(objs, bindir)
+# The fields of MutatingAdmissionPolicySpec and MutatingAdmissionPolicyBindingSpec, the same in
+# admissionregistration.k8s.io/v1alpha1, v1beta1 and v1 (the API reference of each version).
+MAP_SPEC = {"paramKind", "matchConstraints", "variables", "mutations", "failurePolicy",
+            "matchConditions", "reinvocationPolicy"}
+MAP_BINDING_SPEC = {"policyName", "paramRef", "matchResources"}
+MAP_VERSIONS = {"v1": "1.36+", "v1beta1": "1.34-1.35", "v1alpha1": "1.32-1.33"}
+
+
+def check_admission_policies(cmd):
+    """deploy/admission-policy/<version> renders the same policy under each apiVersion that
+    serves it, with only the fields those types have, routing as the webhook's route does
+    (CREATE, Ignore, the label, the opt-out selectors)."""
+    rendered = {}
+    for version in MAP_VERSIONS:
+        p = subprocess.run(cmd + [os.path.join(DEPLOY, "admission-policy", version)],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "admission-policy/%s renders: %s" % (version, p.stderr))
+        docs = [d for d in yaml.safe_load_all(p.stdout) if d] if p.returncode == 0 else []
+        check(sorted(d["kind"] for d in docs) ==
+              ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"] and
+              all(d["apiVersion"] == "admissionregistration.k8s.io/" + version for d in docs),
+              "admission-policy/%s: a policy and its binding as %s" % (version, version))
+        for d in docs:
+            allowed = MAP_SPEC if d["kind"] == "MutatingAdmissionPolicy" else MAP_BINDING_SPEC
+            check(set(d["spec"]) <= allowed, "admission-policy/%s %s: fields %s not in the type" %
+                  (version, d["kind"], sorted(set(d["spec"]) - allowed)))
+            rendered.setdefault(d["kind"], []).append(d["spec"])
+    for kind, specs in rendered.items():
+        check(all(sp == specs[0] for sp in specs), "%s differs between versions" % kind)
+    policy = rendered.get("MutatingAdmissionPolicy", [{}])[0]
+    rules = policy.get("matchConstraints", {}).get("resourceRules", [])
+    check(policy.get("failurePolicy") == "Ignore" and
+          [r["operations"] for r in rules] == [["CREATE"]] and
+          "'vgpu.io/managed': 'true'" in json.dumps(policy.get("mutations")),
+          "the policy routes on CREATE, Ignore, and labels vgpu.io/managed as the webhook does")
+    binding = rendered.get("MutatingAdmissionPolicyBinding", [{}])[0].get("matchResources", {})
+    check(binding.get("objectSelector") == {"matchExpressions": OUTSIDE_VGPU[:1]} and
+          binding.get("namespaceSelector") == {"matchExpressions": OUTSIDE_VGPU},
+          "the policy's binding skips what the webhook's selectors skip")
 
 
 def main():
@@ -483,6 +572,7 @@ def main():
     for overlay, config_file in OVERLAYS.items():
         check_overlay(cmd, overlay, config_file, bindir)
     check_cert_manager(cmd, bindir)
+    check_admission_policies(cmd)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1

@@ -643,6 +643,101 @@ def bypass_extender(ctx):
     delete_pods(ctx)
 
 
+MIXED_NODE = "mixed-foreign"
+TOLERATE_ALL = [{"operator": "Exists"}]
+
+
+def foreign_node(name, gpus):
+    """A Node no kubelet stands behind, as NVIDIA's device plugin would
+    leave one: plain nvidia.com/gpu in capacity and allocatable, no
+    vgpu.io/gpu-inventory, Ready, no taints, no vgpu.io/gpu label (vgpu's
+    DaemonSet stays off it)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    have = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": have, "allocatable": have,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "E2EMixed",
+                                       "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
+
+
+def mixed_pod(name, limits, node=None):
+    """A pod tolerating every taint (the node lifecycle controller taints the
+    kubelet-less Node unreachable after 40 s); node: pinned there by
+    nodeSelector."""
+    pod = pod_spec(name, limits)
+    pod["spec"]["tolerations"] = TOLERATE_ALL
+    if node:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return pod
+
+
+def bound_node(name):
+    pod = kube.get("pod", name, NS)
+    return pod and pod["spec"].get("nodeName")
+
+
+def has_assignment(name):
+    pod = kube.get("pod", name, NS)
+    return "vgpu.io/assigned" in (pod["metadata"].get("annotations") or {})
+
+
+@case("mixed-cluster")
+def mixed_cluster(ctx):
+    """A mixed cluster (issue 29): beside vgpu's node, a GPU node served by
+    another device plugin -- a second Node object advertising plain
+    nvidia.com/gpu: 2, no vgpu.io/gpu-inventory, no kubelet behind it.
+    vgpu-scheduler (--foreign-gpu-nodes allow, the default) places a pod
+    asking only nvidia.com/gpu: 1 there when it is pinned there by
+    nodeSelector: bound by a plain Binding, no vgpu.io/assigned (the other
+    plugin allocates). Unpinned, the same pod goes to vgpu's node, which
+    ranks above every foreign one. A pod asking 2 more than the node has
+    left (1 of 2: the first pod's request counts) and a pod asking
+    nvidia.com/gpumem are not placed there, and their events say why. The
+    pods tolerate every taint: the node lifecycle controller taints a Node
+    without heartbeats after 40 s. The pods are force-deleted (no kubelet
+    confirms a deletion there) and the Node deleted, also on failure."""
+    kube.kubectl("create", "-f", "-", stdin=json.dumps(foreign_node(MIXED_NODE, 2)))
+    names = ["mixed-plain", "mixed-prefer", "mixed-two", "mixed-gpumem"]
+    try:
+        kube.apply(mixed_pod("mixed-plain", {"nvidia.com/gpu": "1"}, MIXED_NODE))
+        node = kube.wait_for("mixed-plain bound", lambda: bound_node("mixed-plain"), 60,
+                             state=lambda: kube.pod_summary("mixed-plain", NS))
+        state = kube.pod_summary("mixed-plain", NS)
+        check(node == MIXED_NODE, "mixed-plain bound to %s, not %s" % (node, MIXED_NODE), state)
+        check(not has_assignment("mixed-plain"),
+              "a pod on another plugin's node carries vgpu.io/assigned", state)
+        kube.apply(mixed_pod("mixed-prefer", {"nvidia.com/gpu": "1"}))
+        ctx.created.append("mixed-prefer")
+        node = kube.wait_for("mixed-prefer bound", lambda: bound_node("mixed-prefer"), 60,
+                             state=lambda: kube.pod_summary("mixed-prefer", NS))
+        state = kube.pod_summary("mixed-prefer", NS)
+        check(node == ctx.node, "mixed-prefer went to %s, not vgpu's node %s" % (node, ctx.node),
+              state)
+        check(has_assignment("mixed-prefer"), "mixed-prefer has no vgpu.io/assigned", state)
+        for name, limits, word in (
+                ("mixed-two", {"nvidia.com/gpu": "2"},
+                 "the pod asks for 2 nvidia.com/gpu, 1 of the node's 2 are not yet requested"),
+                ("mixed-gpumem", {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"},
+                 "which only nodes running vgpu-device-plugin serve")):
+            kube.apply(mixed_pod(name, limits, MIXED_NODE))
+            msgs = kube.wait_for("a FailedScheduling reason for %s" % name,
+                                 lambda: [m for m in refusal_events(name) if word in m], 60,
+                                 state=lambda: kube.pod_summary(name, NS))
+            state = kube.pod_summary(name, NS)
+            print("    %s: %s" % (name, msgs[0]), flush=True)
+            check(not bound_node(name), "%s was bound" % name, state)
+    finally:
+        # mixed-prefer runs on the real node: deleted as usual, its devices released.
+        unreal = [n for n in names if n != "mixed-prefer"]
+        kube.kubectl("delete", "pod", "-n", NS, "--ignore-not-found", "--grace-period=0",
+                     "--force", *unreal, check=False)
+        kube.kubectl("delete", "node", MIXED_NODE, "--ignore-not-found", check=False)
+        delete_pods(ctx, ["mixed-prefer"])
+        kube.wait_for("the case's Node and pods to go", lambda: not kube.get(
+            "node", MIXED_NODE) and not any(kube.get("pod", n, NS) for n in unreal), 120)
+
+
 @case("health-xid")
 def health_xid(ctx):
     """An XID 79 on GPU 1: allocatable drops by GPU 1's IDs, the inventory
@@ -1053,9 +1148,20 @@ def webhook_endpoints():
 
 @case("admission-webhook-down")
 def admission_webhook_down(ctx):
-    """failurePolicy Fail, as docs/admission.md warns: with no webhook pod,
-    a GPU pod cannot be created (rather than reach the default scheduler);
-    once the webhook is back, it can."""
+    """What an outage of vgpu-webhook does, as docs/admission.md ("When
+    vgpu-webhook is down") states it, on the real API server: with no replica,
+    pods without GPU resources are created, updated and run as usual in
+    `default` and in a new namespace; a GPU pod is created unrouted and the node
+    agent refuses it with the reason (it never runs outside a slice); an update
+    of a running GPU pod is refused by the guard (fail closed, GPU pods only);
+    a GPU pod the default scheduler cannot place gets vgpu-scheduler's NotRouted
+    Event saying why; once the webhook is back, GPU pods are routed and run."""
+    gpu = {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"}
+    run_pod(ctx, "before-outage", gpu, scheduler=None)
+    labels = kube.get("pod", "before-outage", NS)["metadata"].get("labels", {})
+    check(labels.get("vgpu.io/managed") == "true", "the route did not label the GPU pod: %s" % labels)
+    other = "vgpu-e2e-outage"
+    kube.kubectl("create", "namespace", other)
     scale = ["-n", install.NS, "scale", "deployment/vgpu-webhook"]
     kube.kubectl(*scale, "--replicas=0")
     try:
@@ -1063,17 +1169,21 @@ def admission_webhook_down(ctx):
         # linger a minute on a 1.20 kubelet after their containers stopped).
         kube.wait_for("the webhook's endpoints to empty", lambda: not webhook_endpoints(), 90,
                       state=lambda: json.dumps(kube.get("endpoints", "vgpu-webhook", install.NS)))
-        err = create_refused(pod_spec("while-down", {"nvidia.com/vgpu": "1"}, scheduler=None))
-        if err is None:
-            ctx.created.append("while-down")
-        check(err is not None and "pods.vgpu.io" in err,
-              "a GPU pod was created while the webhook was down: %s" % err)
+        for ns in (NS, other):
+            plain_pod_through_outage(ctx, ns)
+        gpu_pod_through_outage(ctx)
+        proc = subprocess.run(["kubectl", "label", "pod", "-n", NS, "before-outage", "touched=yes"],
+                              capture_output=True, text=True, timeout=60)
+        check(proc.returncode != 0 and "guard.vgpu.io" in proc.stderr,
+              "an update of a GPU pod passed while its guard was down: rc %d %s" %
+              (proc.returncode, proc.stderr.strip()))
     finally:
         kube.kubectl(*scale, "--replicas=2")
         kube.kubectl("-n", install.NS, "rollout", "status", "deployment/vgpu-webhook",
                      "--timeout=120s", timeout=140)
-    run_pod(ctx, "after-webhook", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"},
-            scheduler=None)
+        kube.kubectl("delete", "namespace", other, "--wait=false")
+    kube.kubectl("label", "pod", "-n", NS, "before-outage", "touched=yes")
+    run_pod(ctx, "after-webhook", gpu, scheduler=None)
     delete_pods(ctx)
 
 
@@ -1174,6 +1284,54 @@ def assignment_mac_forged(ctx):
     check_inside(src, kube.wait_log(src, NS, "== done"), 1000 * MIB)
     run_pod(ctx, "mac-after", {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"})
     delete_pods(ctx)
+def plain_pod_through_outage(ctx, ns):
+    """A pod without GPU resources in ns is created, labelled, annotated and
+    runs while no webhook replica answers."""
+    spec = pod_spec("plain-outage", {"cpu": "10m"}, scheduler=None)
+    spec["metadata"]["namespace"] = ns
+    err = create_refused(spec)
+    check(err is None, "a pod without GPUs was refused in %s while the webhook was down: %s" %
+          (ns, err))
+    if ns == NS:
+        ctx.created.append("plain-outage")
+    kube.kubectl("label", "pod", "-n", ns, "plain-outage", "touched=yes")
+    kube.kubectl("annotate", "pod", "-n", ns, "plain-outage", "note=outage")
+    kube.wait_running("plain-outage", ns)
+
+
+def gpu_pod_through_outage(ctx):
+    """A GPU pod created while no replica answers is not routed (the API
+    server's failurePolicy Ignore), goes to the default scheduler, and the
+    node agent refuses it at admission, saying what to do."""
+    name = "gpu-outage"
+    err = create_refused(pod_spec(name, {"nvidia.com/vgpu": "1"}, scheduler=None))
+    check(err is None, "the GPU pod was refused at creation: %s" % err)
+    ctx.created.append(name)
+    pod = kube.get("pod", name, NS)
+    check(pod["spec"]["schedulerName"] == "default-scheduler" and
+          "vgpu.io/managed" not in pod["metadata"].get("labels", {}),
+          "a pod was routed with no webhook replica", kube.pod_summary(name, NS))
+    kube.wait_phase(name, NS, ("Failed",), timeout=90)
+    pod = kube.get("pod", name, NS)
+    message = pod["status"].get("message") or ""
+    check("not placed by vgpu-scheduler" in message,
+          "the node agent did not refuse the unrouted GPU pod with the reason: %s" % message,
+          kube.pod_summary(name, NS))
+    # What no node advertises to the default scheduler leaves the pod Pending; vgpu-scheduler's
+    # pod watch says why on it.
+    name = "gpumem-outage"
+    kube.apply(pod_spec(name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "500"},
+                        scheduler=None))
+    ctx.created.append(name)
+
+    def told():
+        return [e.get("message", "") for e in kube.events(name, NS)
+                if e.get("reason") == "NotRouted" and e.get("type") == "Warning"]
+    kube.wait_for("the NotRouted Event on %s" % name, told, 60,
+                  state=lambda: kube.pod_summary(name, NS))
+    check("delete the pod and create it again" in told()[0] and
+          kube.pod_phase(name, NS) == "Pending",
+          "the NotRouted Event does not say what to do: %s" % told(), kube.pod_summary(name, NS))
 
 
 # ---------------------------------------------------------------- the seeds

@@ -124,8 +124,27 @@ class Installation:
                 {"op": "add", "path": "/spec/template/spec/containers/0/command/-",
                  "value": "--slot-grace=15"}])}],
         }
+        if self.kube_minor() < (1, 21):
+            self.pdb_v1beta1(kustomization)
         with open(os.path.join(self.overlay, "kustomization.yaml"), "w") as f:
             yaml.safe_dump(kustomization, f)
+
+    def pdb_v1beta1(self, kustomization):
+        """policy/v1 is served from 1.21: the same PodDisruptionBudget as v1beta1."""
+        pdb = next(o for o in yaml.safe_load_all(open(os.path.join(ROOT, "deploy", "base",
+                                                                   "webhook.yaml")))
+                   if o and o["kind"] == "PodDisruptionBudget")
+        gone = {"apiVersion": pdb["apiVersion"], "kind": pdb["kind"],
+                "metadata": {"name": pdb["metadata"]["name"],
+                             "namespace": pdb["metadata"]["namespace"]}, "$patch": "delete"}
+        pdb["apiVersion"] = "policy/v1beta1"
+        with open(os.path.join(self.overlay, "pdb-v1beta1.yaml"), "w") as f:
+            yaml.safe_dump(pdb, f)
+        kustomization["resources"].append("pdb-v1beta1.yaml")
+        kustomization["patches"].append({"patch": yaml.safe_dump(gone)})
+
+    def kube_minor(self):
+        return tuple(int(x) for x in self.kube_version().split(".")[:2])
 
     def kube_version(self):
         v = json.loads(kube.kubectl("version", "-o", "json"))["serverVersion"]["gitVersion"]

@@ -17,6 +17,7 @@
 
 #include "ext_harness.h"
 #include "harness.h"
+#include "json_get.h"
 
 #define TOKEN "test-token"
 
@@ -98,6 +99,19 @@ void ext_wait_watch_events(const char *resource, long before) {
     usleep(10 * 1000);
   }
   if (before >= 0) fail_msg("the scheduler's %s watch did not deliver a write in 10 s", resource);
+}
+
+void ext_wait_watching(void) {
+  for (int i = 0; i < 100; i++) {
+    char *out = NULL;
+    ext_call("/metrics", NULL, 0, &out);
+    bool up = out && strstr(out, "vgpu_scheduler_watch_up{resource=\"pods\"} 1") &&
+              strstr(out, "vgpu_scheduler_watch_up{resource=\"nodes\"} 1");
+    free(out);
+    if (up) return;
+    usleep(100 * 1000);
+  }
+  fail_msg("the Pod and Node watches did not come up in 10 s");
 }
 
 void ext_admin(const char *path, const char *body) {
@@ -216,6 +230,36 @@ void ext_add_pod(const char *name, const char *limits, const char *annotations, 
   char *p = ext_pod_json(name, limits, annotations, node, assigned);
   ext_admin("/_test/pods", p);
   free(p);
+}
+
+void ext_add_vgpu_node(const char *name) {
+  ext_add_node(name, 1, 8, "NVIDIA H100 (vgpu-sim)",
+               "[{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":4,\"unit\":0,"
+               "\"memory\":8589934592,\"cores\":100}]",
+               0);
+}
+
+int ext_events(const char *reason, const char *pod, const char *part, char *last, size_t len) {
+  json_object *list = NULL;
+  struct vg_err err = {{0}};
+  assert_int_equal(vg_k8s_call(ext_api, "GET", "/_test/events", NULL, NULL, &list, &err), 0);
+  json_object *items = vg_json_get(list, "items");
+  int n = 0;
+  for (size_t i = 0; i < json_object_array_length(items); i++) {
+    json_object *ev = json_object_array_get_idx(items, i);
+    const char *name = vg_json_get_str(vg_json_get(ev, "involvedObject"), "name");
+    const char *msg = vg_json_get_str(ev, "message");
+    if (strcmp(vg_json_get_str(ev, "reason"), reason) != 0 ||
+        strcmp(vg_json_get_str(ev, "type"), "Warning") != 0 ||
+        strcmp(vg_json_get_str(vg_json_get(ev, "source"), "component"), "vgpu-scheduler") != 0 ||
+        (pod != NULL && (name == NULL || strcmp(name, pod) != 0)) ||
+        (part != NULL && (msg == NULL || strstr(msg, part) == NULL)))
+      continue;
+    if (last != NULL) snprintf(last, len, "%s", msg != NULL ? msg : "");
+    n++;
+  }
+  json_object_put(list);
+  return n;
 }
 
 char *ext_args_names(const char *pod, const char *names) {

@@ -46,6 +46,10 @@ void ext_admin(const char *path, const char *body);
 long ext_watch_events(const char *resource);
 /* Until that count passes before (-1: at once); fails the test after 10 s. */
 void ext_wait_watch_events(const char *resource, long before);
+/* Until /metrics says both watches stream (a view cached before that would
+ * be dropped when they start, which would pass a test for a wrong reason);
+ * fails the test after 10 s. */
+void ext_wait_watching(void);
 /* GET requests (lists and single reads) the fake API server has served so
  * far (its /_test/requests): what a filter cost in API reads. */
 long ext_api_gets(void);
@@ -67,6 +71,13 @@ char *ext_pod_json(const char *name, const char *limits, const char *annotations
                    const char *assigned);
 void ext_add_pod(const char *name, const char *limits, const char *annotations, const char *node,
                  const char *assigned);
+
+/* A Node with one 8 GiB GPU advertising nvidia.com/vgpu (count 4), GPU-<name>-0. */
+void ext_add_vgpu_node(const char *name);
+/* Warning Events from vgpu-scheduler with this reason, on pod (NULL: any)
+ * and whose message contains part (NULL: any); the last one's message into
+ * last (may be NULL). */
+int ext_events(const char *reason, const char *pod, const char *part, char *last, size_t len);
 
 /* ExtenderArgs with NodeNames (nodeCacheCapable); names: quoted, comma-separated. */
 char *ext_args_names(const char *pod, const char *names);

@@ -674,21 +674,6 @@ static bool fits_on(const char *node) {
   return fits;
 }
 
-/* Until /metrics says both watches stream (a view cached before that would
- * be dropped when they start, which would pass the test for a wrong reason). */
-static void wait_watching(void) {
-  for (int i = 0; i < 100; i++) {
-    char *out = NULL;
-    ext_call("/metrics", NULL, 0, &out);
-    bool up = out && strstr(out, "vgpu_scheduler_watch_up{resource=\"pods\"} 1") &&
-              strstr(out, "vgpu_scheduler_watch_up{resource=\"nodes\"} 1");
-    free(out);
-    if (up) return;
-    usleep(100 * 1000);
-  }
-  fail_msg("the Pod and Node watches did not come up in 10 s");
-}
-
 /* Views kept for 10 minutes: a pod that takes watch-n's GPU behind the
  * scheduler's back (bound by someone else) is seen within seconds, because
  * its watch event drops the node's view. The control shows the view really
@@ -705,7 +690,7 @@ static void test_watch_drops_changed_views(void **s) {
   assert_true(fits_on("nowatch-n")); /* stale: nothing told it */
   ext_sched_stop(false);
   assert_int_equal(ext_sched_start(watching), 0);
-  wait_watching();
+  ext_wait_watching();
   assert_true(fits_on("watch-n"));
   add_holder("watch-holder", "watch-n", "nvidia.com/vgpu", "GPU-watch-n-0", 8 * EXT_GIB, 0);
   bool seen = false;
@@ -732,7 +717,7 @@ static void test_ttl0_watch_fed(void **s) {
   ext_add_node("wf-inv", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("wf-bind", 1, 16, A100, "[" VGPU16 "]", 0);
   assert_int_equal(ext_sched_start(NULL), 0); /* --cache-ttl-ms 0, watching */
-  wait_watching();
+  ext_wait_watching();
   long gets = ext_api_gets();
   assert_true(fits_on("wf-pod"));
   assert_true(fits_on("wf-inv"));
@@ -766,7 +751,7 @@ static void test_ttl0_watch_fed(void **s) {
  * store serves filters again, without API reads, with the holder gone. */
 static void test_store_after_expiry(void **s) {
   (void)s;
-  wait_watching(); /* so that ext_admin waits for the events of what follows */
+  ext_wait_watching(); /* so that ext_admin waits for the events of what follows */
   ext_add_node("wf-gone", 1, 16, A100, "[" VGPU16 "]", 0);
   add_holder("wf-gone-holder", "wf-gone", "nvidia.com/vgpu", "GPU-wf-gone-0", 8 * EXT_GIB, 0);
   assert_false(fits_on("wf-gone"));
@@ -783,7 +768,7 @@ static void test_store_after_expiry(void **s) {
    * a watch is down reads the API, so it proves nothing here. */
   bool served = false;
   for (int i = 0; i < 100 && !served; i++) { /* up to 10 s on a loaded machine */
-    wait_watching();
+    ext_wait_watching();
     long gets = ext_api_gets();
     served = fits_on("wf-gone") && ext_api_gets() == gets;
     if (!served) usleep(100 * 1000);

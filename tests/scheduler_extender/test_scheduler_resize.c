@@ -37,10 +37,7 @@ static char *assigned(const char *node, long long mem, int cores) {
 static int setup(void **state) {
   (void)state;
   if (ext_api_start() != 0) return -1;
-  ext_add_node("node-r", 1, 8, "NVIDIA H100 (vgpu-sim)",
-               "[{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":4,\"unit\":0,"
-               "\"memory\":8589934592,\"cores\":100}]",
-               0);
+  ext_add_vgpu_node("node-r");
   char *a = assigned("node-r", 4 * EXT_GIB, 30), *b = assigned("node-r", 3 * EXT_GIB, 50);
   ext_add_pod("a", "\"nvidia.com/vgpu\":\"1\"", NULL, "node-r", a);
   ext_add_pod("b", "\"nvidia.com/vgpu\":\"1\"", NULL, "node-r", b);
@@ -62,21 +59,7 @@ static struct vg_assign_gpu gpu_of(const char *pod) {
 
 /* Warning Events with reason ResizeRefused whose message contains part. */
 static int refused_events(const char *part) {
-  json_object *list = NULL;
-  struct vg_err err = {{0}};
-  assert_int_equal(vg_k8s_call(ext_api, "GET", "/_test/events", NULL, NULL, &list, &err), 0);
-  json_object *items = vg_json_get(list, "items");
-  int n = 0;
-  for (size_t i = 0; i < json_object_array_length(items); i++) {
-    json_object *ev = json_object_array_get_idx(items, i);
-    const char *msg = vg_json_get_str(ev, "message");
-    if (strcmp(vg_json_get_str(ev, "reason"), "ResizeRefused") == 0 &&
-        strcmp(vg_json_get_str(ev, "type"), "Warning") == 0 && msg && strstr(msg, part) &&
-        strcmp(vg_json_get_str(vg_json_get(ev, "source"), "component"), "vgpu-scheduler") == 0)
-      n++;
-  }
-  json_object_put(list);
-  return n;
+  return ext_events("ResizeRefused", NULL, part, NULL, 0);
 }
 
 static void test_grow_within_room_is_recorded(void **s) {

@@ -86,7 +86,8 @@ static void assert_refused(json_object *resp, const char *part1, const char *par
 
 static const char routed_fresh[] =
     "/spec/schedulerName=\"vgpu-scheduler\"\n"
-    "/metadata/annotations={\"vgpu.io/original-scheduler-name\":\"default-scheduler\"}\n";
+    "/metadata/annotations={\"vgpu.io/original-scheduler-name\":\"default-scheduler\"}\n"
+    "/metadata/labels={\"vgpu.io/managed\":\"true\"}\n";
 
 /* Every dialect's resource routes, from limits; a pod without annotations
  * gets the map. CCE's compute share comes with its memory (seed 004), here
@@ -175,7 +176,8 @@ static void test_other_scheduler_replaced(void **state) {
                       "{\"annotations\":{\"team\":\"a\"}}"));
   assert_patch(r,
                "/spec/schedulerName=\"vgpu-scheduler\"\n"
-               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"volcano\"\n");
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"volcano\"\n"
+               "/metadata/labels={\"vgpu.io/managed\":\"true\"}\n");
   json_object *w = vg_json_get(r, "warnings");
   assert_non_null(w);
   assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(w, 0)), "volcano"));
@@ -184,7 +186,8 @@ static void test_other_scheduler_replaced(void **state) {
                       "{\"annotations\":{}}"));
   assert_patch(r,
                "/spec/schedulerName=\"vgpu-scheduler\"\n"
-               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n");
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n"
+               "/metadata/labels={\"vgpu.io/managed\":\"true\"}\n");
   json_object_put(r);
 }
 
@@ -215,12 +218,21 @@ static void test_idempotent(void **state) {
  * scheduler was reset after routing gets it back without a second record. */
 static void test_already_routed(void **state) {
   (void)state;
-  assert_unchanged(review_pod(
-      pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"vgpu-scheduler\",", "{}")));
+  assert_unchanged(
+      review_pod(pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"vgpu-scheduler\",",
+                      "{\"labels\":{\"vgpu.io/managed\":\"true\"}}")));
+  /* named by the user: only the label that scopes the guard is added */
   json_object *r =
-      review_pod(pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"default-scheduler\",",
-                      "{\"annotations\":{\"vgpu.io/original-scheduler-name\":\"volcano\"}}"));
-  assert_patch(r, "/spec/schedulerName=\"vgpu-scheduler\"\n");
+      review_pod(pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"vgpu-scheduler\",",
+                      "{\"labels\":{\"app\":\"x\"}}"));
+  assert_patch(r, "/metadata/labels/vgpu.io~1managed=\"true\"\n");
+  assert_null(vg_json_get(r, "warnings"));
+  json_object_put(r);
+  r = review_pod(pod1("limits", "nvidia.com/gpu", "1", "\"schedulerName\":\"default-scheduler\",",
+                      "{\"annotations\":{\"vgpu.io/original-scheduler-name\":\"volcano\"},"
+                      "\"labels\":{\"vgpu.io/managed\":\"false\"}}"));
+  assert_patch(
+      r, "/spec/schedulerName=\"vgpu-scheduler\"\n/metadata/labels/vgpu.io~1managed=\"true\"\n");
   json_object_put(r);
 }
 
@@ -584,7 +596,8 @@ static void test_huge(void **state) {
   free(meta);
   assert_patch(r,
                "/spec/schedulerName=\"vgpu-scheduler\"\n"
-               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n");
+               "/metadata/annotations/vgpu.io~1original-scheduler-name=\"default-scheduler\"\n"
+               "/metadata/labels={\"vgpu.io/managed\":\"true\"}\n");
   json_object_put(r);
 }
 
@@ -618,6 +631,78 @@ static void test_resources_flag(void **state) {
   for (size_t i = 0; i < 9; i++) assert_true(vg_wh_resources_has(&res, all_resources[i]));
 }
 
+/* The label that scopes the guard's calls cannot be removed or changed, by
+ * anyone; adding it, or keeping it, is no change. */
+static void test_managed_label_guarded(void **state) {
+  (void)state;
+#define POD_LABELS(l) \
+  "{\"metadata\":{\"name\":\"p\",\"labels\":" l "},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}"
+  const char *marked = POD_LABELS("{\"vgpu.io/managed\":\"true\"}");
+  assert_refused(update_as("alice", marked, POD_LABELS("{}")), "label vgpu.io/managed",
+                 "cannot be changed or removed");
+  assert_refused(update_as(SCHED, marked, POD_PLAIN), "label vgpu.io/managed", "removed");
+  assert_refused(update_as("alice", marked, POD_LABELS("{\"vgpu.io/managed\":\"false\"}")),
+                 "label vgpu.io/managed", "changed");
+  assert_unchanged(
+      update_as("alice", marked, POD_LABELS("{\"vgpu.io/managed\":\"true\",\"x\":\"y\"}")));
+  assert_unchanged(update_as("alice", POD_PLAIN, marked));
+#undef POD_LABELS
+}
+
+/* The answer of the validating endpoint (POST /validate) to review_text. */
+static json_object *validate(const char *review_text) {
+  struct vg_wh_resources res;
+  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  struct vg_wh_writers w = {0};
+  vg_wh_writers_default(&w);
+  struct vg_wh_metrics m = {0};
+  struct vg_wh_reply r;
+  vg_wh_handle(&res, &w, &m, "POST", "/validate", review_text, strlen(review_text), &r);
+  assert_int_equal(r.status, 200);
+  json_object *top = json_tokener_parse(r.body);
+  free(r.body);
+  json_object *resp = json_object_get(vg_json_get(top, "response"));
+  json_object_put(top);
+  return resp;
+}
+
+/* The validating guard never patches (a validating webhook may not), and
+ * refuses what the mutating one refuses of vgpu's keys. */
+static void test_validate_guards_only(void **state) {
+  (void)state;
+  char *pod = pod1("limits", "nvidia.com/gpu", "1", "", "{}");
+  char *text = fx_review(pod);
+  assert_unchanged(validate(text)); /* a GPU pod: no routing here */
+  free(text);
+  free(pod);
+  text = fx_review(POD_ASSIGNED("\"{}\""));
+  assert_refused(validate(text), "vgpu.io/assigned", "cannot be created with it");
+  free(text);
+  text = fx_update_review(POD_ASSIGNED("\"{}\""), POD_ASSIGNED("\"{ }\""), "alice");
+  assert_refused(validate(text), "vgpu.io/assigned", "user alice");
+  free(text);
+  text = fx_update_review(POD_ASSIGNED("\"{}\""), POD_ASSIGNED("\"{ }\""), SCHED);
+  assert_unchanged(validate(text));
+  free(text);
+}
+
+/* Reviews whose pods are null or missing are refused, by either endpoint:
+ * nothing can be judged without them (issue 29). */
+static void test_null_objects(void **state) {
+  (void)state;
+  char *text = fx_review("null");
+  assert_refused(fx_response(text), "request.object", "not a Pod");
+  assert_refused(validate(text), "request.object", "not a Pod");
+  free(text);
+  text = fx_update_review("null", POD_ASSIGNED("\"{}\""), SCHED);
+  assert_refused(fx_response(text), "oldObject", "not a Pod");
+  assert_refused(validate(text), "oldObject", "not a Pod");
+  free(text);
+  text = fx_update_review(POD_ASSIGNED("\"{}\""), "null", SCHED);
+  assert_refused(fx_response(text), "request.object", "not a Pod");
+  free(text);
+}
+
 static void test_pointer_escape(void **state) {
   (void)state;
   char buf[32];
@@ -645,10 +730,12 @@ static void test_endpoints(void **state) {
   struct vg_wh_metrics m = {0};
   expect_endpoint(&m, "GET", "/healthz", 200, "ok");
   expect_endpoint(&m, "GET", "/mutate", 405, "POST");
+  expect_endpoint(&m, "GET", "/validate", 405, "POST");
+  expect_endpoint(&m, "POST", "/validate", 400, "not JSON");
   expect_endpoint(&m, "POST", "/mutate", 400, "not JSON");
   expect_endpoint(&m, "GET", "/nope", 404, "/mutate");
   expect_endpoint(&m, "DELETE", "/healthz", 405, "GET");
-  expect_endpoint(&m, "GET", "/metrics", 200, "vgpu_webhook_reviews_total{result=\"invalid\"} 1\n");
+  expect_endpoint(&m, "GET", "/metrics", 200, "vgpu_webhook_reviews_total{result=\"invalid\"} 2\n");
 }
 
 int main(void) {
@@ -677,6 +764,9 @@ int main(void) {
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_huge),
       cmocka_unit_test(test_resources_flag),
+      cmocka_unit_test(test_managed_label_guarded),
+      cmocka_unit_test(test_validate_guards_only),
+      cmocka_unit_test(test_null_objects),
       cmocka_unit_test(test_pointer_escape),
       cmocka_unit_test(test_endpoints),
   };
