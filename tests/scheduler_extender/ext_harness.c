@@ -116,7 +116,7 @@ void ext_admin(const char *path, const char *body) {
   if (res) ext_wait_watch_events(res, before);
 }
 
-long ext_api_gets(void) {
+long ext_api_requests(const char *prefix) {
   json_object *o = NULL;
   struct vg_err err;
   if (vg_k8s_call(ext_api, "GET", "/_test/requests", NULL, NULL, &o, &err) != 0)
@@ -125,12 +125,14 @@ long ext_api_gets(void) {
   json_object *counts = NULL;
   if (json_object_object_get_ex(o, "counts", &counts)) {
     json_object_object_foreach(counts, key, val) {
-      if (strncmp(key, "GET ", 4) == 0) n += json_object_get_int(val);
+      if (strncmp(key, prefix, strlen(prefix)) == 0) n += json_object_get_int(val);
     }
   }
   json_object_put(o);
   return n;
 }
+
+long ext_api_gets(void) { return ext_api_requests("GET "); }
 
 static json_object *gpu_json(const char *node, int g, int mem_gib, const char *type,
                              const char *resources, bool unhealthy) {
