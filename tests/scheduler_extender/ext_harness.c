@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "ext_harness.h"
+#include "fake_requests.h"
 #include "harness.h"
 
 #define TOKEN "test-token"
@@ -117,18 +118,9 @@ void ext_admin(const char *path, const char *body) {
 }
 
 long ext_api_requests(const char *prefix) {
-  json_object *o = NULL;
   struct vg_err err;
-  if (vg_k8s_call(ext_api, "GET", "/_test/requests", NULL, NULL, &o, &err) != 0)
-    fail_msg("%s", err.msg);
-  long n = 0;
-  json_object *counts = NULL;
-  if (json_object_object_get_ex(o, "counts", &counts)) {
-    json_object_object_foreach(counts, key, val) {
-      if (strncmp(key, prefix, strlen(prefix)) == 0) n += json_object_get_int(val);
-    }
-  }
-  json_object_put(o);
+  long n = vg_fake_requests(ext_api, prefix, &err);
+  if (n < 0) fail_msg("%s", err.msg);
   return n;
 }
 
