@@ -9,7 +9,11 @@ URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
 resources managed and ignored by kube-scheduler), the admission webhook
 (Deployment locked down, Service, certs Job, MutatingWebhookConfiguration
 policies and namespaceSelector), and that each overlay's
-device plugin configuration is exactly the example of its dialect.
+device plugin configuration is exactly the example of its dialect. Then
+docs/install.md's Privileges table against the rendered RBAC (deploy/base and
+deploy/overlays/evict: nothing granted that the table lacks, nothing it says
+yes to missing, no "no" row granted), and deploy/kube-version.sh's overlay for
+every minor release of install.md's matrix (apiVersion and image tag).
 
 With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin,
 vgpu-scheduler and vgpu-webhook (and its certs Job) must be one that the built program's --help documents,
