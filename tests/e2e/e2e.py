@@ -29,6 +29,9 @@ import kube
 from kube import E2EError
 from transcript import Transcript
 
+sys.path.insert(0, os.path.join(install.ROOT, "tests", "deploy"))
+import privileges  # noqa: E402  docs/install.md's Privileges table (tests/deploy/privileges.py)
+
 NS = "e2e"
 IMAGE = "localhost/vgpu-e2e/workload:latest"
 OLD_IMAGE = "localhost/vgpu-e2e/old-workload:latest"  # Debian bullseye, glibc 2.31 (images.sh)
@@ -990,9 +993,10 @@ def backstop_unpreloaded(ctx):
     it); the node agent's backstop attributes NVML's memory to the container
     by its slot mount, sets vgpu_container_over_grant and records a Warning
     Event GPUMemoryOverGrant on the pod, which keeps running (policy report,
-    the default). With --backstop-policy=evict patched into the DaemonSet the
+    the default). With --backstop-policy=evict patched into the DaemonSet and
+    deploy/overlays/evict's grant applied (deploy/base grants no eviction) the
     pod is then evicted through the Eviction API (policy/v1beta1 on 1.20) and
-    the Event says so; the option is removed again afterwards."""
+    the Event says so; the option and the grant are removed again afterwards."""
     name = "bypass"
     run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, script=BYPASS)
     kube.wait_log(name, NS, "allocated 3221225472 bytes")  # nothing limited it
@@ -1016,6 +1020,7 @@ def backstop_unpreloaded(ctx):
     check(nvml and metric_value(nvml[0]) >= 3072 * MIB, "NVML's figure is not shown: %s" % nvml,
           state())
     check(kube.pod_phase(name, NS) == "Running", "policy report evicted the pod", state())
+    kube.kubectl("apply", "-f", EVICT_RBAC)
     ctx.agents.plugin_flag("--backstop-policy=evict", True)
     try:
         def evicted():
@@ -1027,6 +1032,61 @@ def backstop_unpreloaded(ctx):
         delete_pods(ctx)
     finally:
         ctx.agents.plugin_flag("--backstop-policy=evict", False)
+        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+
+
+# ---------------------------------------------------------------- privileges
+
+# deploy/overlays/evict's one grant beyond deploy/base: create pods/eviction for the node agent.
+EVICT_RBAC = os.path.join(install.ROOT, "deploy", "overlays", "evict", "rbac-evict.yaml")
+
+
+def can_i(row):
+    """The real API server's answer to the row's question: "yes" or "no" (kubectl auth can-i
+    exits 1 for no; anything else is an error)."""
+    proc = subprocess.run(["kubectl"] + row.can_i(), capture_output=True, text=True, timeout=30)
+    answer = proc.stdout.strip()
+    if answer not in ("yes", "no"):
+        raise E2EError("kubectl %s: exit %d, %s %s" % (" ".join(row.can_i()), proc.returncode,
+                                                     answer, proc.stderr.strip()))
+    return answer
+
+
+def wrong_answers(rows, evict):
+    """The rows whose answer differs from the table's, each with the answer; evict: whether
+    deploy/overlays/evict's grant is applied (its rows then want yes)."""
+    wrong = []
+    for row in rows:
+        want = "yes" if row.allowed == "yes" or (row.allowed == "evict overlay" and evict) else "no"
+        got = can_i(row)
+        if got != want:
+            wrong.append("%s: the API server answers %s" % (row, got))
+    return wrong
+
+
+@case("least-privilege")
+def least_privilege(ctx):
+    """Every row of docs/install.md's Privileges table, asked of the real API
+    server as `kubectl auth can-i VERB RESOURCE... --as
+    system:serviceaccount:vgpu-system:WHO`: what vgpu's service accounts are
+    granted (kube-scheduler's built-in roles included) and what they must be
+    refused (the node agent's patch of Nodes and Pods, secrets); the evict
+    overlay's rows are no as installed and yes with its grant applied."""
+    rows = privileges.rows()
+    wrong = wrong_answers(rows, evict=False)
+    kube.kubectl("apply", "-f", EVICT_RBAC)
+    try:
+        evict_rows = [r for r in rows if r.allowed == "evict overlay"]
+        check(evict_rows, "the table has no evict overlay rows")
+        # RBAC changes reach the authorizer through its informer: a moment.
+        kube.wait_for("the evict grant to take effect",
+                      lambda: not wrong_answers(evict_rows[:1], evict=True), 30)
+        wrong += ["with deploy/overlays/evict: " + w for w in wrong_answers(rows, evict=True)]
+    finally:
+        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+    print("    %d rows asked twice (without and with the evict overlay's grant)" % len(rows),
+          flush=True)
+    check(not wrong, "%d answers differ from docs/install.md:\n%s" % (len(wrong), "\n".join(wrong)))
 
 
 # ---------------------------------------------------------------- admission
