@@ -194,8 +194,13 @@ def check_daemonset(objs, overlay, config_file):
     check(ctr["command"][0] == "vgpu-device-plugin", "runs vgpu-device-plugin")
     m = mounts(ctr)
     for name, path in hp.items():
-        if path != "/usr/local/vgpu":
-            check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+        check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+    # Allocate mounts the CLI into containers only when it sees it (plugin.c, cli_path).
+    lib = [v for v in ctr.get("volumeMounts", []) if hp.get(v["name"]) == "/usr/local/vgpu"]
+    check(len(lib) == 1 and lib[0].get("readOnly") is True,
+          "device plugin sees /usr/local/vgpu (libvgpu.so, the vgpu CLI) read-only: %s" % lib)
+    check(lib_mount is not None and "/opt/vgpu/bin/vgpu " in script and
+          lib_mount + "/vgpu" in script, "init step installs the vgpu CLI at /usr/local/vgpu/vgpu")
     env = {e["name"]: e for e in ctr["env"]}
     check(env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}},
           "NODE_NAME from the downward API")

@@ -68,6 +68,7 @@ echo "== preload"; cat /etc/ld.so.preload 2>&1
 echo "== slot"; ls /usr/local/vgpu 2>&1
 echo "== burn"; vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1
 echo "== status"; vgpu status --json 2>&1 | tail -n 1
+echo "== cli"; /usr/local/vgpu/bin/vgpu --version 2>&1; /usr/local/vgpu/bin/vgpu status --json 2>&1 | tail -n 1
 echo "== done"
 """
 
@@ -177,6 +178,15 @@ def check_inside(name, log, memory, cores=None, limited=True, ns=NS):
           "allocated only %d bytes of %d" % (burn["allocated_bytes"], memory), state)
     check(burn["device_total"] == memory, "cuDeviceTotalMem shows %d, not the limit %d" % (
         burn["device_total"], memory), state)
+    # The CLI the node agent mounts (the image's own vgpu is /opt/vgpu/bin/vgpu): it runs, and
+    # its status shows the container's limit (docs/coming-from.md, docs/device-plugin.md).
+    cli = section(log, "cli").splitlines()
+    check(bool(cli) and re.match(r"vgpu \d+\.\d+", cli[0]) is not None,
+          "/usr/local/vgpu/bin/vgpu --version did not run in the container", state)
+    mine = probe_json(log, "cli")
+    check(mine.get("devices", [{}])[0].get("mem_limit") == memory,
+          "/usr/local/vgpu/bin/vgpu status shows %s, not the limit %d" % (mine.get("devices"), memory),
+          state)
     if cores is not None:
         status = probe_json(log, "status")
         dev = status["devices"][0]
