@@ -12,6 +12,7 @@ Run by tests/e2e/run.sh, which builds and starts the cluster and exports its
 coordinates (cluster.sh env) plus VGPU_E2E_BUILD (the vgpu build dir),
 VGPU_E2E_SIM_STATE and VGPU_E2E_WORK. Usage: e2e.py [CASE...]
 """
+import calendar
 import json
 import os
 import re
@@ -1312,6 +1313,28 @@ def wait_only_holder(ctx, keep):
                   state=lambda: "others: %s" % others())
 
 
+def aliyun_annotations(ctx, tr, pod, want):
+    """The ALIYUN_COM_GPU_MEM_* annotations Aliyun's extender and device plugin
+    write, as the pod carries them: vgpu-scheduler's at bind, ASSIGNED "true"
+    and a new ASSUME_TIME (Unix nanoseconds) from the node agent's Allocate."""
+    tr.say("The pod annotations Aliyun's tools read")
+    out = tr.shell("kubectl get pod %s -o yaml | grep ALIYUN_COM_GPU_MEM" % pod, "".join(
+        line + "\n" for line in user_kubectl(ctx, "get", "pod", pod, "-o", "yaml").splitlines()
+        if line.strip().startswith("ALIYUN_COM_GPU_MEM")))
+    got = {k.strip(): v.strip().strip('"') for k, v in
+           (line.split(":", 1) for line in out.splitlines())}
+    stamp = got.pop("ALIYUN_COM_GPU_MEM_ASSUME_TIME", "")
+    check(got == want, "pod annotations ALIYUN_COM_GPU_MEM_*: %s, not %s" % (got, want))
+    created = kube.get("pod", pod, SEED_NS)["metadata"]["creationTimestamp"]
+    born = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+    check(stamp.isdigit() and born - 1 <= int(stamp) / 1e9 <= time.time(),
+          "ALIYUN_COM_GPU_MEM_ASSUME_TIME %r is not a time in Unix nanoseconds since the pod "
+          "was created (%s)" % (stamp, created))
+    tr.ok("GPU %s, pod %s MiB of the GPU's %s, assigned by the node agent at its Allocate"
+          % (want["ALIYUN_COM_GPU_MEM_IDX"], want["ALIYUN_COM_GPU_MEM_POD"],
+             want["ALIYUN_COM_GPU_MEM_DEV"]))
+
+
 @case("seed-002-gpushare")
 def seed_002(ctx):
     """Seed 002 (Aliyun gpushare) as written: the binpack-1 Deployment
@@ -1343,9 +1366,15 @@ def seed_002(ctx):
         line + "\n" for line in sorted(user_kubectl(ctx, "exec", pod, "--", "env").splitlines())
         if line.startswith("ALIYUN_COM_GPU_MEM")))
     env = dict(line.split("=", 1) for line in out.splitlines())
-    check(env == {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803"},
-          "ALIYUN_COM_GPU_MEM_*: %s" % env)
-    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB" % total)
+    want = {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803",
+            "ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]), "ALIYUN_COM_GPU_MEM_POD": "3803"}
+    check(env == want, "ALIYUN_COM_GPU_MEM_*: %s, not %s" % (env, want))
+    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB, of the pod 3803 MiB, "
+          "on GPU %d" % (total, inv[gpu]))
+    aliyun_annotations(ctx, tr, pod, {"ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]),
+                                      "ALIYUN_COM_GPU_MEM_POD": "3803",
+                                      "ALIYUN_COM_GPU_MEM_DEV": str(total),
+                                      "ALIYUN_COM_GPU_MEM_ASSIGNED": "true"})
     tr.say("Isolation: the container cannot take more than its 3803 MiB")
     out = tr.shell("kubectl exec %s -- vgpu-burn --alloc 8g --chunk 16m" % pod,
                    user_kubectl(ctx, "exec", pod, "--", "vgpu-burn", "--alloc", "8g",
