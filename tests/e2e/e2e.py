@@ -1497,6 +1497,80 @@ def trace_dir():
         os.path.dirname(install.ROOT), "shared", "data", "alibaba-gpu-v2023")
 
 
+def install_recipe():
+    """docs/install.md step 1's registry recipe, the block between its markers
+    (tests/deploy checks every doc has the same)."""
+    with open(os.path.join(install.ROOT, "docs", "install.md")) as f:
+        m = re.search(r"^<!-- registry-recipe: begin.*?^```sh\n(.*?)^```\n", f.read(), re.S | re.M)
+    if not m:
+        raise E2EError("docs/install.md has no registry-recipe block")
+    return m.group(1)
+
+
+@case("registry-recipe")
+def registry_recipe(ctx):
+    """docs/install.md's registry recipe as written, against the cluster's own
+    registry (127.0.0.1:15000): it pushes make images' archives with the real
+    skopeo, writes the overlay, and every vgpu image the overlay renders is
+    pulled by the real containerd from that registry and runs. The one
+    addition: the e2e registry speaks plain HTTP, so skopeo gets
+    --dest-tls-verify=false (a real registry has TLS)."""
+    registry, tag = "127.0.0.1:15000/vgpu-recipe", "0.0.0-e2e"
+    work = os.path.join(ctx.work, "recipe")
+    shutil.rmtree(work, ignore_errors=True)
+    for d in ("deploy", "examples"):
+        shutil.copytree(os.path.join(install.ROOT, d), os.path.join(work, d))
+    os.makedirs(os.path.join(work, "build"))
+    os.symlink(os.path.join(ctx.build, "images"), os.path.join(work, "build", "images"))
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir)
+    with open(os.path.join(bindir, "skopeo"), "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = copy ] && shift && set -- copy --dest-tls-verify=false "$@"\n'
+                'exec /usr/bin/skopeo "$@"\n')
+    os.chmod(os.path.join(bindir, "skopeo"), 0o755)
+    script = install_recipe()
+    for var, value in (("REGISTRY", registry), ("TAG", tag), ("DIALECT", "vgpu")):
+        script = re.sub(r"^%s=\S+" % var, "%s=%s" % (var, value), script, flags=re.M)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, timeout=300,
+                          env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]),
+                          capture_output=True, text=True)
+    check(proc.returncode == 0, "the recipe failed (%d):\n%s%s" % (proc.returncode,
+                                                                    proc.stdout, proc.stderr))
+    rendered = kube.kubectl("kustomize", os.path.join(work, "deploy", "overlays", "registry"))
+    refs = set()
+    for o in yaml.safe_load_all(rendered):
+        pod = ((o or {}).get("spec") or {}).get("template", {}).get("spec", {})
+        refs |= {c["image"] for c in pod.get("initContainers", []) + pod.get("containers", [])}
+    want = {"%s/%s:%s" % (registry, n, tag) for n in ("vgpu-node", "vgpu-scheduler")}
+    check(want <= refs and not any("localhost/vgpu" in r for r in refs),
+          "the recipe's overlay uses %s, not %s" % (sorted(refs), sorted(want)))
+    # Each image by the overlay's reference, pulled (IfNotPresent: nothing has it yet) and run.
+    for name, ref, prog in (("recipe-node", "%s/vgpu-node:%s" % (registry, tag), "vgpu"),
+                            ("recipe-control", "%s/vgpu-scheduler:%s" % (registry, tag),
+                             "vgpu-scheduler")):
+        kube.apply({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": NS},
+                    "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                             "containers": [{"name": "main", "image": ref,
+                                             "imagePullPolicy": "IfNotPresent",
+                                             "command": ["/opt/vgpu/bin/" + prog, "--version"]}]}})
+        ctx.created.append(name)
+        kube.wait_for("pod %s to pull %s and finish" % (name, ref),
+                      lambda: kube.pod_phase(name, NS) in ("Succeeded", "Failed"), 180,
+                      state=lambda: kube.pod_summary(name, NS))
+        pod = kube.get("pod", name, NS)
+        status = pod["status"]["containerStatuses"][0]
+        check(pod["status"]["phase"] == "Succeeded" and ref in status["image"],
+              "pod %s from %s did not run" % (name, ref), kube.pod_summary(name, NS))
+        pulled = [e for e in kube.events(name, NS) if e.get("reason") == "Pulled"]
+        check(any(ref in e.get("message", "") and "already present" not in e.get("message", "")
+                  for e in pulled),
+              "pod %s: no pull of %s from the registry: %s" % (name, ref, pulled))
+        check(kube.pod_log(name, NS).startswith(prog + " "),
+              "%s --version in %s printed %r" % (prog, ref, kube.pod_log(name, NS)))
+    delete_pods(ctx)
+
+
 @case("kube-replay")
 def kube_replay(ctx):
     """kube-scheduler + vgpu-scheduler land within 1 point of vgpu-replay on 100 trace nodes.
