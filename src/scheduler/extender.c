@@ -695,6 +695,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
       json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
       if (a == NULL) goto done;
       annotations = ext_assigned_annotations(a);
+      ext_aliyun_annotations(annotations, &req, &v, a);
       json_object_put(a);
     }
   }

@@ -365,6 +365,12 @@ json_object *ext_pod_as_bound(json_object *pod, const char *node, json_object *a
 /* The annotations bind writes for an assignment (the vgpu.io/assigned
  * object): {vgpu.io/assigned: its compact JSON text}. */
 json_object *ext_assigned_annotations(json_object *assignment);
+/* For a pod asking for aliyun.com/gpu-mem, adds Aliyun gpushare's five
+ * annotations (assignment.h) to ann, the ones bind writes
+ * (extender_aliyun.c); nothing for other pods. v: the node's view the
+ * assignment was made on. */
+void ext_aliyun_annotations(json_object *ann, const struct pod_req *req, const struct node_view *v,
+                            json_object *assignment);
 /* Puts pod into the store as bound to node with annotations (as
  * ext_assigned_annotations makes them), until its bind or EXT_RESERVE_MS. */
 void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations);

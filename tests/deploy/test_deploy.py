@@ -202,8 +202,13 @@ def check_daemonset(objs, overlay, config_file):
     check(ctr["command"][0] == "vgpu-device-plugin", "runs vgpu-device-plugin")
     m = mounts(ctr)
     for name, path in hp.items():
-        if path != "/usr/local/vgpu":
-            check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+        check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+    # Allocate mounts the CLI into containers only when it sees it (plugin.c, cli_path).
+    lib = [v for v in ctr.get("volumeMounts", []) if hp.get(v["name"]) == "/usr/local/vgpu"]
+    check(len(lib) == 1 and lib[0].get("readOnly") is True,
+          "device plugin sees /usr/local/vgpu (libvgpu.so, the vgpu CLI) read-only: %s" % lib)
+    check(lib_mount is not None and "/opt/vgpu/bin/vgpu " in script and
+          lib_mount + "/vgpu" in script, "init step installs the vgpu CLI at /usr/local/vgpu/vgpu")
     env = {e["name"]: e for e in ctr["env"]}
     check(env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}},
           "NODE_NAME from the downward API")
@@ -679,6 +684,98 @@ def check_kube_versions(cmd):
               "kube-version.sh refuses 1.19: %d %s" % (p.returncode, p.stderr))
 
 
+# ---- the registry recipe (docs/install.md step 1): one text in every doc, and it works
+
+RECIPE_DOCS = ("README.md", "images/README.md", "docs/deploy.md", "docs/install.md")
+RECIPE_KUSTOMIZATION = "deploy/base/kustomization.yaml"
+SAMPLE_REGISTRY, SAMPLE_TAG = "registry.test:5000/team/vgpu", "9.9.9-rc1"
+
+
+def recipe_in_doc(path):
+    """The ```sh block between the registry-recipe markers of a Markdown file."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    m = re.search(r"^<!-- registry-recipe: begin.*?^```sh\n(.*?)^```\n<!-- registry-recipe: end -->",
+                  text, re.S | re.M)
+    check(m is not None, "%s has the registry recipe between its markers" % path)
+    return m.group(1) if m else ""
+
+
+def recipe_in_kustomization():
+    """The same recipe in deploy/base/kustomization.yaml's comment, each line after '#   '."""
+    with open(os.path.join(ROOT, RECIPE_KUSTOMIZATION)) as f:
+        text = f.read()
+    m = re.search(r"^# registry-recipe: begin\n(.*?)^# registry-recipe: end\n", text, re.S | re.M)
+    check(m is not None, "%s has the registry recipe between its markers" % RECIPE_KUSTOMIZATION)
+    lines = m.group(1).splitlines() if m else []
+    return "".join(l[4:] + "\n" if l.startswith("#   ") else "" for l in lines)
+
+
+def run_recipe(cmd, recipe, dialect, work):
+    """The recipe as written, with a sample registry, tag and dialect, in a copy of deploy/ and
+    examples/: skopeo is a stand-in that records its arguments, kubectl the real one (or
+    VG_KUBECTL). Returns (objects of the overlay it wrote, skopeo's calls)."""
+    tree = os.path.join(work, dialect)
+    for d in ("deploy", "examples"):
+        shutil.copytree(os.path.join(ROOT, d), os.path.join(tree, d))
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    with open(os.path.join(bindir, "skopeo"), "w") as f:
+        f.write('#!/bin/sh\necho "$*" >>"$SKOPEO_LOG"\n')
+    os.chmod(os.path.join(bindir, "skopeo"), 0o755)
+    kubectl = cmd[0] if cmd[-1] == "kustomize" else None
+    link = os.path.join(bindir, "kubectl")
+    if kubectl and os.path.dirname(kubectl) and not os.path.lexists(link):  # VG_KUBECTL's
+        os.symlink(os.path.abspath(kubectl), link)
+    script = recipe
+    for var, value in (("REGISTRY", SAMPLE_REGISTRY), ("TAG", SAMPLE_TAG), ("DIALECT", dialect)):
+        script, n = re.subn(r"^%s=\S+" % var, "%s=%s" % (var, value), script, flags=re.M)
+        check(n == 1, "the recipe sets %s once" % var)
+    log = os.path.join(work, dialect + ".skopeo")
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"], SKOPEO_LOG=log)
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tree, env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the recipe runs (%s): %s" % (dialect, p.stderr[-2000:]))
+    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    out = os.path.join(tree, "deploy", "overlays", "registry")
+    r = subprocess.run(cmd + [out], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "%s renders the recipe's overlay: %s" % (" ".join(cmd), r.stderr))
+    check("localhost/vgpu" not in r.stdout,
+          "the recipe's overlay (%s) still names localhost/vgpu anywhere" % dialect)
+    return [d for d in yaml.safe_load_all(r.stdout) if d] if r.returncode == 0 else [], calls
+
+
+def check_registry_recipe(cmd):
+    recipe = recipe_in_doc(RECIPE_DOCS[0])
+    for path in RECIPE_DOCS[1:]:
+        check(recipe_in_doc(path) == recipe, "%s's registry recipe is README.md's, word for word"
+              % path)
+    check(recipe_in_kustomization() == recipe,
+          "%s's registry recipe is README.md's, word for word" % RECIPE_KUSTOMIZATION)
+    want = {n: "%s/%s:%s" % (SAMPLE_REGISTRY, n, SAMPLE_TAG) for n in ("vgpu-node", "vgpu-scheduler")}
+    work = tempfile.mkdtemp(prefix="vgpu-recipe-")
+    try:
+        for dialect in OVERLAYS:
+            objs, calls = run_recipe(cmd, recipe, dialect, work)
+            check(sorted(calls) == sorted("copy oci-archive:build/images/%s.tar docker://%s"
+                                          % (n, ref) for n, ref in want.items()),
+                  "the recipe pushes both archives to the registry: %s" % calls)
+            seen = set()
+            for o in objs:
+                pod = o.get("spec", {}).get("template", {}).get("spec", {})
+                for c in pod.get("initContainers", []) + pod.get("containers", []):
+                    seen.add(c["image"])
+                    check(c["image"] in want.values() or c["image"] == KUBE_SCHEDULER_IMAGE,
+                          "%s: %s/%s container %s pulls %s, not the registry's"
+                          % (dialect, o["kind"], o["metadata"]["name"], c["name"], c["image"]))
+            check(set(want.values()) <= seen, "%s: the recipe's overlay uses %s (got %s)"
+                  % (dialect, sorted(want.values()), sorted(seen)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("registry recipe: the same in %d files, rendered for %d overlays"
+          % (len(RECIPE_DOCS) + 1, len(OVERLAYS)))
+
+
 def main():
     bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
     cmd = renderer()
@@ -689,11 +786,10 @@ def main():
     for overlay, config_file in OVERLAYS.items():
         check_overlay(cmd, overlay, config_file, bindir)
     check_admission_policies(cmd)
-
-
     base = index(render(cmd, "vgpu"))
     check_privilege_table(base, check_evict_overlay(cmd, base, bindir))
     check_kube_versions(cmd)
+    check_registry_recipe(cmd)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1

@@ -12,6 +12,7 @@ Run by tests/e2e/run.sh, which builds and starts the cluster and exports its
 coordinates (cluster.sh env) plus VGPU_E2E_BUILD (the vgpu build dir),
 VGPU_E2E_SIM_STATE and VGPU_E2E_WORK. Usage: e2e.py [CASE...]
 """
+import calendar
 import json
 import os
 import re
@@ -71,6 +72,7 @@ echo "== preload"; cat /etc/ld.so.preload 2>&1
 echo "== slot"; ls /usr/local/vgpu 2>&1
 echo "== burn"; vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1
 echo "== status"; vgpu status --json 2>&1 | tail -n 1
+echo "== cli"; /usr/local/vgpu/bin/vgpu --version 2>&1; /usr/local/vgpu/bin/vgpu status --json 2>&1 | tail -n 1
 echo "== done"
 """
 
@@ -180,6 +182,15 @@ def check_inside(name, log, memory, cores=None, limited=True, ns=NS):
           "allocated only %d bytes of %d" % (burn["allocated_bytes"], memory), state)
     check(burn["device_total"] == memory, "cuDeviceTotalMem shows %d, not the limit %d" % (
         burn["device_total"], memory), state)
+    # The CLI the node agent mounts (the image's own vgpu is /opt/vgpu/bin/vgpu): it runs, and
+    # its status shows the container's limit (docs/coming-from.md, docs/device-plugin.md).
+    cli = section(log, "cli").splitlines()
+    check(bool(cli) and re.match(r"vgpu \d+\.\d+", cli[0]) is not None,
+          "/usr/local/vgpu/bin/vgpu --version did not run in the container", state)
+    mine = probe_json(log, "cli")
+    check(mine.get("devices", [{}])[0].get("mem_limit") == memory,
+          "/usr/local/vgpu/bin/vgpu status shows %s, not the limit %d" % (mine.get("devices"), memory),
+          state)
     if cores is not None:
         status = probe_json(log, "status")
         dev = status["devices"][0]
@@ -1522,6 +1533,28 @@ def wait_only_holder(ctx, keep):
                   state=lambda: "others: %s" % others())
 
 
+def aliyun_annotations(ctx, tr, pod, want):
+    """The ALIYUN_COM_GPU_MEM_* annotations Aliyun's extender and device plugin
+    write, as the pod carries them: vgpu-scheduler's at bind, ASSIGNED "true"
+    and a new ASSUME_TIME (Unix nanoseconds) from the node agent's Allocate."""
+    tr.say("The pod annotations Aliyun's tools read")
+    out = tr.shell("kubectl get pod %s -o yaml | grep ALIYUN_COM_GPU_MEM" % pod, "".join(
+        line + "\n" for line in user_kubectl(ctx, "get", "pod", pod, "-o", "yaml").splitlines()
+        if line.strip().startswith("ALIYUN_COM_GPU_MEM")))
+    got = {k.strip(): v.strip().strip('"') for k, v in
+           (line.split(":", 1) for line in out.splitlines())}
+    stamp = got.pop("ALIYUN_COM_GPU_MEM_ASSUME_TIME", "")
+    check(got == want, "pod annotations ALIYUN_COM_GPU_MEM_*: %s, not %s" % (got, want))
+    created = kube.get("pod", pod, SEED_NS)["metadata"]["creationTimestamp"]
+    born = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+    check(stamp.isdigit() and born - 1 <= int(stamp) / 1e9 <= time.time(),
+          "ALIYUN_COM_GPU_MEM_ASSUME_TIME %r is not a time in Unix nanoseconds since the pod "
+          "was created (%s)" % (stamp, created))
+    tr.ok("GPU %s, pod %s MiB of the GPU's %s, assigned by the node agent at its Allocate"
+          % (want["ALIYUN_COM_GPU_MEM_IDX"], want["ALIYUN_COM_GPU_MEM_POD"],
+             want["ALIYUN_COM_GPU_MEM_DEV"]))
+
+
 @case("seed-002-gpushare")
 def seed_002(ctx):
     """Seed 002 (Aliyun gpushare) as written: the binpack-1 Deployment
@@ -1553,9 +1586,15 @@ def seed_002(ctx):
         line + "\n" for line in sorted(user_kubectl(ctx, "exec", pod, "--", "env").splitlines())
         if line.startswith("ALIYUN_COM_GPU_MEM")))
     env = dict(line.split("=", 1) for line in out.splitlines())
-    check(env == {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803"},
-          "ALIYUN_COM_GPU_MEM_*: %s" % env)
-    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB" % total)
+    want = {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803",
+            "ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]), "ALIYUN_COM_GPU_MEM_POD": "3803"}
+    check(env == want, "ALIYUN_COM_GPU_MEM_*: %s, not %s" % (env, want))
+    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB, of the pod 3803 MiB, "
+          "on GPU %d" % (total, inv[gpu]))
+    aliyun_annotations(ctx, tr, pod, {"ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]),
+                                      "ALIYUN_COM_GPU_MEM_POD": "3803",
+                                      "ALIYUN_COM_GPU_MEM_DEV": str(total),
+                                      "ALIYUN_COM_GPU_MEM_ASSIGNED": "true"})
     tr.say("Isolation: the container cannot take more than its 3803 MiB")
     out = tr.shell("kubectl exec %s -- vgpu-burn --alloc 8g --chunk 16m" % pod,
                    user_kubectl(ctx, "exec", pod, "--", "vgpu-burn", "--alloc", "8g",
@@ -1676,6 +1715,80 @@ def trace_dir():
     ../shared/data/alibaba-gpu-v2023 next to the repository (bench/trace_dir.sh's rule)."""
     return os.environ.get("VGPU_TRACE_DIR") or os.path.join(
         os.path.dirname(install.ROOT), "shared", "data", "alibaba-gpu-v2023")
+
+
+def install_recipe():
+    """docs/install.md step 1's registry recipe, the block between its markers
+    (tests/deploy checks every doc has the same)."""
+    with open(os.path.join(install.ROOT, "docs", "install.md")) as f:
+        m = re.search(r"^<!-- registry-recipe: begin.*?^```sh\n(.*?)^```\n", f.read(), re.S | re.M)
+    if not m:
+        raise E2EError("docs/install.md has no registry-recipe block")
+    return m.group(1)
+
+
+@case("registry-recipe")
+def registry_recipe(ctx):
+    """docs/install.md's registry recipe as written, against the cluster's own
+    registry (127.0.0.1:15000): it pushes make images' archives with the real
+    skopeo, writes the overlay, and every vgpu image the overlay renders is
+    pulled by the real containerd from that registry and runs. The one
+    addition: the e2e registry speaks plain HTTP, so skopeo gets
+    --dest-tls-verify=false (a real registry has TLS)."""
+    registry, tag = "127.0.0.1:15000/vgpu-recipe", "0.0.0-e2e"
+    work = os.path.join(ctx.work, "recipe")
+    shutil.rmtree(work, ignore_errors=True)
+    for d in ("deploy", "examples"):
+        shutil.copytree(os.path.join(install.ROOT, d), os.path.join(work, d))
+    os.makedirs(os.path.join(work, "build"))
+    os.symlink(os.path.join(ctx.build, "images"), os.path.join(work, "build", "images"))
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir)
+    with open(os.path.join(bindir, "skopeo"), "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = copy ] && shift && set -- copy --dest-tls-verify=false "$@"\n'
+                'exec /usr/bin/skopeo "$@"\n')
+    os.chmod(os.path.join(bindir, "skopeo"), 0o755)
+    script = install_recipe()
+    for var, value in (("REGISTRY", registry), ("TAG", tag), ("DIALECT", "vgpu")):
+        script = re.sub(r"^%s=\S+" % var, "%s=%s" % (var, value), script, flags=re.M)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, timeout=300,
+                          env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]),
+                          capture_output=True, text=True)
+    check(proc.returncode == 0, "the recipe failed (%d):\n%s%s" % (proc.returncode,
+                                                                    proc.stdout, proc.stderr))
+    rendered = kube.kubectl("kustomize", os.path.join(work, "deploy", "overlays", "registry"))
+    refs = set()
+    for o in yaml.safe_load_all(rendered):
+        pod = ((o or {}).get("spec") or {}).get("template", {}).get("spec", {})
+        refs |= {c["image"] for c in pod.get("initContainers", []) + pod.get("containers", [])}
+    want = {"%s/%s:%s" % (registry, n, tag) for n in ("vgpu-node", "vgpu-scheduler")}
+    check(want <= refs and not any("localhost/vgpu" in r for r in refs),
+          "the recipe's overlay uses %s, not %s" % (sorted(refs), sorted(want)))
+    # Each image by the overlay's reference, pulled (IfNotPresent: nothing has it yet) and run.
+    for name, ref, prog in (("recipe-node", "%s/vgpu-node:%s" % (registry, tag), "vgpu"),
+                            ("recipe-control", "%s/vgpu-scheduler:%s" % (registry, tag),
+                             "vgpu-scheduler")):
+        kube.apply({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": NS},
+                    "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                             "containers": [{"name": "main", "image": ref,
+                                             "imagePullPolicy": "IfNotPresent",
+                                             "command": ["/opt/vgpu/bin/" + prog, "--version"]}]}})
+        ctx.created.append(name)
+        kube.wait_for("pod %s to pull %s and finish" % (name, ref),
+                      lambda: kube.pod_phase(name, NS) in ("Succeeded", "Failed"), 180,
+                      state=lambda: kube.pod_summary(name, NS))
+        pod = kube.get("pod", name, NS)
+        status = pod["status"]["containerStatuses"][0]
+        check(pod["status"]["phase"] == "Succeeded" and ref in status["image"],
+              "pod %s from %s did not run" % (name, ref), kube.pod_summary(name, NS))
+        pulled = [e for e in kube.events(name, NS) if e.get("reason") == "Pulled"]
+        check(any(ref in e.get("message", "") and "already present" not in e.get("message", "")
+                  for e in pulled),
+              "pod %s: no pull of %s from the registry: %s" % (name, ref, pulled))
+        check(kube.pod_log(name, NS).startswith(prog + " "),
+              "%s --version in %s printed %r" % (prog, ref, kube.pod_log(name, NS)))
+    delete_pods(ctx)
 
 
 @case("kube-replay")
