@@ -11,9 +11,10 @@
 
 #define MERGE_PATCH "application/merge-patch+json"
 
-static void node_path(char *p, size_t len, const char *name) {
+/* sub: "" for the Node itself, "/status" for its status subresource. */
+static void node_path(char *p, size_t len, const char *name, const char *sub) {
   char e[512];
-  snprintf(p, len, "/api/v1/nodes/%s", vg_k8s_escape(name, e, sizeof(e)));
+  snprintf(p, len, "/api/v1/nodes/%s%s", vg_k8s_escape(name, e, sizeof(e)), sub);
 }
 
 static void pod_path(char *p, size_t len, const char *ns, const char *name, const char *sub) {
@@ -25,7 +26,7 @@ static void pod_path(char *p, size_t len, const char *ns, const char *name, cons
 int vg_k8s_get_node(struct vg_k8s_client *c, const char *name, json_object **out,
                     struct vg_err *err) {
   char p[1024];
-  node_path(p, sizeof(p), name);
+  node_path(p, sizeof(p), name, "");
   return vg_k8s_call(c, "GET", p, NULL, NULL, out, err);
 }
 
@@ -59,11 +60,14 @@ static int patch_annotations(struct vg_k8s_client *c, const char *path, json_obj
   return rc;
 }
 
+/* Through nodes/status: the node agent's role grants that, not a patch of
+ * the Node, whose spec (taints, unschedulable) a status write cannot touch
+ * (docs/install.md, "Privileges"). */
 int vg_k8s_patch_node_annotations(struct vg_k8s_client *c, const char *name,
                                   json_object *annotations, const char *resource_version,
                                   json_object **out, struct vg_err *err) {
   char p[1024];
-  node_path(p, sizeof(p), name);
+  node_path(p, sizeof(p), name, "/status");
   return patch_annotations(c, p, annotations, resource_version, out, err);
 }
 
@@ -75,11 +79,11 @@ int vg_k8s_patch_pod_annotations(struct vg_k8s_client *c, const char *ns, const 
   return patch_annotations(c, p, annotations, resource_version, out, err);
 }
 
-int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
-                              json_object *labels, json_object *annotations,
+static int patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                              const char *sub, json_object *labels, json_object *annotations,
                               const char *resource_version, json_object **out, struct vg_err *err) {
   char p[1300];
-  pod_path(p, sizeof(p), ns, name, "");
+  pod_path(p, sizeof(p), ns, name, sub);
   json_object *patch = json_object_new_object(), *meta = json_object_new_object();
   if (labels != NULL) json_object_object_add(meta, "labels", json_object_get(labels));
   if (annotations != NULL)
@@ -91,6 +95,20 @@ int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const cha
                        json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN), out, err);
   json_object_put(patch);
   return rc;
+}
+
+int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                              json_object *labels, json_object *annotations,
+                              const char *resource_version, json_object **out, struct vg_err *err) {
+  return patch_pod_metadata(c, ns, name, "", labels, annotations, resource_version, out, err);
+}
+
+int vg_k8s_patch_pod_status_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                                     json_object *labels, json_object *annotations,
+                                     const char *resource_version, json_object **out,
+                                     struct vg_err *err) {
+  return patch_pod_metadata(c, ns, name, "/status", labels, annotations, resource_version, out,
+                            err);
 }
 
 /* An RFC 3339 time in UTC, second precision (what Event timestamps take). */
@@ -161,8 +179,12 @@ static const char *object_rv(json_object *obj) {
   return NULL;
 }
 
-static int update_annotations(struct vg_k8s_client *c, const char *path, vg_k8s_update_fn fn,
-                              void *arg, int max_attempts, struct vg_err *err) {
+/* GET path, PATCH path + sub (a subresource or ""). */
+static int update_annotations(struct vg_k8s_client *c, const char *path, const char *sub,
+                              vg_k8s_update_fn fn, void *arg, int max_attempts,
+                              struct vg_err *err) {
+  char target[1400];
+  snprintf(target, sizeof(target), "%s%s", path, sub);
   if (max_attempts < 1) max_attempts = 1;
   int rc = VG_K8S_EFAIL;
   for (int attempt = 1; attempt <= max_attempts; attempt++) {
@@ -177,7 +199,7 @@ static int update_annotations(struct vg_k8s_client *c, const char *path, vg_k8s_
       return f > 0 ? 0 : (f == -1 ? VG_K8S_EFAIL : f);
     }
     const char *rv = object_rv(cur);
-    rc = patch_annotations(c, path, ann, rv, NULL, err);
+    rc = patch_annotations(c, target, ann, rv, NULL, err);
     json_object_put(cur);
     json_object_put(ann);
     if (rc != VG_K8S_ECONFLICT) return rc;
@@ -192,8 +214,8 @@ static int update_annotations(struct vg_k8s_client *c, const char *path, vg_k8s_
 int vg_k8s_update_node_annotations(struct vg_k8s_client *c, const char *name, vg_k8s_update_fn fn,
                                    void *arg, int max_attempts, struct vg_err *err) {
   char p[1024];
-  node_path(p, sizeof(p), name);
-  return update_annotations(c, p, fn, arg, max_attempts, err);
+  node_path(p, sizeof(p), name, "");
+  return update_annotations(c, p, "/status", fn, arg, max_attempts, err);
 }
 
 int vg_k8s_update_pod_annotations(struct vg_k8s_client *c, const char *ns, const char *name,
@@ -201,7 +223,7 @@ int vg_k8s_update_pod_annotations(struct vg_k8s_client *c, const char *ns, const
                                   struct vg_err *err) {
   char p[1300];
   pod_path(p, sizeof(p), ns, name, "");
-  return update_annotations(c, p, fn, arg, max_attempts, err);
+  return update_annotations(c, p, "", fn, arg, max_attempts, err);
 }
 
 int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,

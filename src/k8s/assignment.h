@@ -23,6 +23,16 @@
 #include "err.h"
 
 #define VG_ASSIGNED_ANNOTATION "vgpu.io/assigned"
+/* Aliyun gpushare's pod annotations, written for pods asking for
+ * aliyun.com/gpu-mem so that its users' tools keep working: vgpu-scheduler
+ * writes all five in the Binding, the node agent sets ASSIGNED "true" (and
+ * ASSUME_TIME anew) when it allocates. Informational only: vgpu never reads
+ * them back to decide anything (docs/security.md). */
+#define VG_ALIYUN_IDX "ALIYUN_COM_GPU_MEM_IDX"
+#define VG_ALIYUN_POD "ALIYUN_COM_GPU_MEM_POD"
+#define VG_ALIYUN_DEV "ALIYUN_COM_GPU_MEM_DEV"
+#define VG_ALIYUN_ASSIGNED "ALIYUN_COM_GPU_MEM_ASSIGNED"
+#define VG_ALIYUN_ASSUME_TIME "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
 #define VG_ASSIGN_VERSION 1
 #define VG_ASSIGN_MAX_GPUS 16      /* per container */
 #define VG_ASSIGN_MAX_CTRS 64      /* per pod */

@@ -108,7 +108,9 @@ int vg_k8s_get_pod(struct vg_k8s_client *c, const char *ns, const char *name, js
 
 /* Merge-patch metadata.annotations (a JSON object; a null value deletes a key).
  * resource_version: if not NULL, a precondition; a stale one gives
- * VG_K8S_ECONFLICT. out (optional): the updated object. */
+ * VG_K8S_ECONFLICT. out (optional): the updated object. A Node's annotations
+ * go through its status subresource (nodes/status: the node agent may not
+ * patch Nodes), a Pod's through the Pod. */
 int vg_k8s_patch_node_annotations(struct vg_k8s_client *c, const char *name,
                                   json_object *annotations, const char *resource_version,
                                   json_object **out, struct vg_err *err);
@@ -116,7 +118,8 @@ int vg_k8s_patch_pod_annotations(struct vg_k8s_client *c, const char *ns, const 
                                  json_object *annotations, const char *resource_version,
                                  json_object **out, struct vg_err *err);
 
-/* Read-modify-write with optimistic concurrency. fn sees the current object
+/* Read-modify-write with optimistic concurrency (GET the object, PATCH as
+ * above: a Node's through nodes/status). fn sees the current object
  * and returns 0 with *annotations set (a new object the helper puts) to patch,
  * 1 for nothing to do, or <0 to abort (it should fill err). On 409 the object
  * is fetched again and fn called again, up to max_attempts times. */
@@ -147,6 +150,15 @@ int vg_k8s_list_pods_selected(struct vg_k8s_client *c, const char *node_name,
 int vg_k8s_patch_pod_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
                               json_object *labels, json_object *annotations,
                               const char *resource_version, json_object **out, struct vg_err *err);
+/* The same through the pods/status subresource: what vgpu's own components
+ * (the node agent, vgpu-scheduler) write, so that their roles need no patch
+ * of Pods (whose spec a status write cannot touch; docs/install.md,
+ * "Privileges"). Labels and annotations persist there (kube-apiserver keeps
+ * only the spec and ownerReferences of such a write). */
+int vg_k8s_patch_pod_status_metadata(struct vg_k8s_client *c, const char *ns, const char *name,
+                                     json_object *labels, json_object *annotations,
+                                     const char *resource_version, json_object **out,
+                                     struct vg_err *err);
 
 /* Records a core/v1 Event on pod (the object as read: namespace, name, uid)
  * so that `kubectl describe pod` shows it. type: "Normal" or "Warning";

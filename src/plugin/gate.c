@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
 #include "assignment.h"
 #include "assignment_mac.h"
+#include "k8s.h"
+#include "log.h"
 #include "node_view.h"
+#include "plugin.h"
 #include "pod_quantity.h"
 
 #define GATE_LIST_TIMEOUT_MS 3000
@@ -24,19 +28,27 @@ struct vg_gate {
   struct vg_gate_stats stats;
 };
 
-/* Does the container ask for the resource (limits, else requests; a zero
- * quantity gets no Allocate from the kubelet)? Read with the one quantity
- * parser; a value it refuses counts as asking. */
-static bool asks_for(json_object *ctr, const char *resource) {
+/* The container's quantity of resource: its limits, else its requests; NULL
+ * when it names none. */
+static json_object *quantity_json(json_object *ctr, const char *resource) {
   json_object *res, *list, *q;
-  if (!json_object_object_get_ex(ctr, "resources", &res)) return false;
-  if (!(json_object_object_get_ex(res, "limits", &list) &&
-        json_object_object_get_ex(list, resource, &q)) &&
-      !(json_object_object_get_ex(res, "requests", &list) &&
-        json_object_object_get_ex(list, resource, &q)))
-    return false;
+  if (!json_object_object_get_ex(ctr, "resources", &res)) return NULL;
+  if (json_object_object_get_ex(res, "limits", &list) &&
+      json_object_object_get_ex(list, resource, &q))
+    return q;
+  if (json_object_object_get_ex(res, "requests", &list) &&
+      json_object_object_get_ex(list, resource, &q))
+    return q;
+  return NULL;
+}
+
+/* Does the container ask for the resource (a zero quantity gets no Allocate
+ * from the kubelet)? Read with the one quantity parser; a value it refuses
+ * counts as asking. */
+static bool asks_for(json_object *ctr, const char *resource) {
+  json_object *q = quantity_json(ctr, resource);
   int64_t n;
-  return vg_pod_quantity(q, VG_QTY_COUNT, &n, NULL) != 0 || n != 0;
+  return q != NULL && (vg_pod_quantity(q, VG_QTY_COUNT, &n, NULL) != 0 || n != 0);
 }
 
 /* What one candidate container's pod says about its placement. */
@@ -86,6 +98,57 @@ struct refusal {
   char other[VG_ASSIGN_RESOURCE_MAX];
   struct distrust distrust; /* UNSIGNED: why */
 };
+
+/* The container's quantity of resource; 0 when it asks for none or the value
+ * is refused (the extender refused such a pod). */
+static uint64_t quantity_of(json_object *ctr, const char *resource) {
+  json_object *q = quantity_json(ctr, resource);
+  int64_t n;
+  return q != NULL && vg_pod_quantity(q, VG_QTY_COUNT, &n, NULL) == 0 && n > 0 ? (uint64_t)n : 0;
+}
+
+/* The pod's total of resource over its containers, as Aliyun's
+ * ALIYUN_COM_GPU_MEM_POD counts it (init containers may ask for no GPU). */
+static uint64_t pod_total(json_object *pod, const char *resource) {
+  json_object *spec, *list;
+  uint64_t sum = 0;
+  if (!json_object_object_get_ex(pod, "spec", &spec) ||
+      !json_object_object_get_ex(spec, "containers", &list) ||
+      !json_object_is_type(list, json_type_array))
+    return 0;
+  for (size_t i = 0; i < json_object_array_length(list); i++)
+    sum += quantity_of(json_object_array_get_idx(list, i), resource);
+  return sum;
+}
+
+/* Aliyun's handshake, for the tools that read it: its extender writes
+ * ASSIGNED "false" at bind (vgpu-scheduler does too, for pods asking
+ * aliyun.com/gpu-mem) and its device plugin "true", with its own
+ * ASSUME_TIME (Unix nanoseconds), when it allocates. Only a pod marked
+ * "false" is patched, so a pod's later containers cost no request. */
+static void mark_assigned(const struct vg_gate *g, json_object *pod) {
+  json_object *meta, *ann, *v;
+  if (!json_object_object_get_ex(pod, "metadata", &meta) ||
+      !json_object_object_get_ex(meta, "annotations", &ann) ||
+      !json_object_object_get_ex(ann, VG_ALIYUN_ASSIGNED, &v) ||
+      strcmp(json_object_get_string(v), "false") != 0)
+    return;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char stamp[32];
+  snprintf(stamp, sizeof(stamp), "%lld", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+  json_object *patch = json_object_new_object();
+  json_object_object_add(patch, VG_ALIYUN_ASSIGNED, json_object_new_string("true"));
+  json_object_object_add(patch, VG_ALIYUN_ASSUME_TIME, json_object_new_string(stamp));
+  const char *ns = vg_json_str_at(pod, "metadata", "namespace");
+  const char *name = vg_json_str_at(pod, "metadata", "name");
+  struct vg_err err;
+  /* pods/status: the node agent may not patch Pods (docs/install.md, "Privileges"). */
+  if (vg_k8s_patch_pod_status_metadata(g->src.k8s, ns, name, NULL, patch, NULL, NULL, &err) != 0)
+    vg_warn("gate: pod %s/%s: cannot set %s=true (informational, the Allocate goes on): %s", ns,
+            name, VG_ALIYUN_ASSIGNED, err.msg);
+  json_object_put(patch);
+}
 
 /* Candidates of one pod; true when one of them was placed by the scheduler. */
 static bool consider_pod(const struct vg_gate *g, const struct vg_node_view *view, json_object *pod,
@@ -151,18 +214,23 @@ static void count(struct vg_gate *g, uint64_t *field) {
   pthread_mutex_unlock(&g->lock);
 }
 
-int vg_gate_check(struct vg_gate *g, const char *resource, char *why, size_t len) {
+int vg_gate_check(struct vg_gate *g, const char *resource, struct vg_admit_pod *pod, char *why,
+                  size_t len) {
+  *pod = (struct vg_admit_pod){false, 0};
   struct vg_node_view view;
   if (vg_node_view_fetch(&g->src, &view, GATE_LIST_TIMEOUT_MS) != 0) {
     count(g, &g->stats.errors);
     return 0;
   }
   struct refusal r = {NULL, NULL, NULL, NULL, MISSING, "", {VG_ASSIGN_SIGNED, {""}}};
-  bool placed = false;
+  json_object *placed = NULL;
   for (size_t i = 0; i < vg_node_view_npods(&view) && !placed; i++)
-    placed = consider_pod(g, &view, vg_node_view_pod(&view, i), resource, &r);
+    if (consider_pod(g, &view, vg_node_view_pod(&view, i), resource, &r))
+      placed = vg_node_view_pod(&view, i);
   int rc = 0;
   if (placed) {
+    *pod = (struct vg_admit_pod){true, pod_total(placed, resource)};
+    mark_assigned(g, placed);
     count(g, &g->stats.assigned);
   } else if (r.pod == NULL) {
     count(g, &g->stats.unidentified);
@@ -175,8 +243,9 @@ int vg_gate_check(struct vg_gate *g, const char *resource, char *why, size_t len
   return rc;
 }
 
-int vg_gate_check_fn(void *gate, const char *resource, char *why, size_t len) {
-  return vg_gate_check(gate, resource, why, len);
+int vg_gate_check_fn(void *gate, const char *resource, struct vg_admit_pod *pod, char *why,
+                     size_t len) {
+  return vg_gate_check(gate, resource, pod, why, len);
 }
 
 struct vg_gate *vg_gate_new(struct vg_k8s_client *k8s, const char *node,

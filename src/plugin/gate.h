@@ -41,6 +41,7 @@
 struct vg_k8s_client;
 struct vg_gate;
 struct vg_assign_key;
+struct vg_admit_pod; /* plugin.h */
 
 /* k8s is borrowed (must outlive the gate). node: this Node's name.
  * podresources_socket: NULL for the kubelet's default. NULL on bad input. */
@@ -53,12 +54,18 @@ void vg_gate_free(struct vg_gate *g);
 void vg_gate_set_key(struct vg_gate *g, struct vg_assign_key *key);
 
 /* One container's Allocate of IDs of resource: 0 to go on, 1 to refuse it
- * with the reason in why (one line, naming the pod and what to do).
+ * with the reason in why (one line, naming the pod and what to do). When it
+ * goes on for a pod it identified, pod gets the pod's total of resource
+ * (known: true); a pod vgpu-scheduler marked ALIYUN_COM_GPU_MEM_ASSIGNED
+ * "false" is marked "true" with a new ALIYUN_COM_GPU_MEM_ASSUME_TIME, as
+ * Aliyun's device plugin does (a failure is logged; the Allocate goes on).
  * Thread-safe. */
-int vg_gate_check(struct vg_gate *g, const char *resource, char *why, size_t len);
+int vg_gate_check(struct vg_gate *g, const char *resource, struct vg_admit_pod *pod, char *why,
+                  size_t len);
 
 /* The same with the gate as a void * (for vg_plugin_set_admission_check). */
-int vg_gate_check_fn(void *gate, const char *resource, char *why, size_t len);
+int vg_gate_check_fn(void *gate, const char *resource, struct vg_admit_pod *pod, char *why,
+                     size_t len);
 
 struct vg_gate_stats {
   uint64_t assigned;     /* the pod under admission carries its assignment */

@@ -501,6 +501,30 @@ static bool cli_path(const struct vg_plugin *p, char *cli, size_t len) {
   return false;
 }
 
+/* Aliyun's variables, with its meanings and in its unit (the configured
+ * memoryUnit): the GPU's memory, the container's (its IDs), the GPU's index
+ * on the node (NVML's, as the inventory and inspect number GPUs) and, when
+ * the gate identified the pod, the pod's total over its containers. Without
+ * the pod there is no true value, so ALIYUN_COM_GPU_MEM_POD is left out
+ * rather than guessed (docs/walkthroughs/gpushare.md). */
+static void add_gpushare_env(const struct vg_plugin *p, struct vg_arena *a,
+                             V1beta1__ContainerAllocateResponse *r, const struct vg_gpu *gpu,
+                             size_t ids, const struct vg_admit_pod *pod) {
+  char v[32];
+  snprintf(v, sizeof(v), "%llu", (unsigned long long)(gpu->memory / p->cfg.gpushare.unit));
+  add_env(a, r, "ALIYUN_COM_GPU_MEM_DEV", v);
+  snprintf(v, sizeof(v), "%zu", ids);
+  add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
+  snprintf(v, sizeof(v), "%u", gpu->index);
+  add_env(a, r, "ALIYUN_COM_GPU_MEM_IDX", v);
+  if (!pod->known) {
+    pdebug(p, "gpushare: the pod is not identified; no ALIYUN_COM_GPU_MEM_POD");
+    return;
+  }
+  snprintf(v, sizeof(v), "%llu", (unsigned long long)pod->total);
+  add_env(a, r, "ALIYUN_COM_GPU_MEM_POD", v);
+}
+
 /* One container: everything from the device IDs alone (docs/allocation.md,
  * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
  * no lock is held, so that Allocates of different pods run side by side.
@@ -510,8 +534,9 @@ static bool cli_path(const struct vg_plugin *p, char *cli, size_t len) {
  * makes its region file under a name of its own and renames it in place. */
 static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
                                      unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
-                                     struct vg_arena *a, V1beta1__ContainerAllocateResponse **out,
-                                     char *detail, size_t len) {
+                                     const struct vg_admit_pod *pod, struct vg_arena *a,
+                                     V1beta1__ContainerAllocateResponse **out, char *detail,
+                                     size_t len) {
   struct vg_plugin *p = res->plugin;
   if (c->n_devices_ids == 0) {
     snprintf(detail, len, "Allocate: a container request without device IDs");
@@ -572,7 +597,7 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
 
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
-  r->envs = vg_arena_alloc(a, (nused + 5) * sizeof(*r->envs));
+  r->envs = vg_arena_alloc(a, (nused + 7) * sizeof(*r->envs));
   r->mounts = vg_arena_alloc(a, 7 * sizeof(*r->mounts));
   r->devices = vg_arena_alloc(a, (nused + 4) * sizeof(*r->devices));
   add_env(a, r, "NVIDIA_VISIBLE_DEVICES", visible);
@@ -629,14 +654,8 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
       snprintf(v, sizeof(v), "%llu", (unsigned long long)lim[i].memory);
     add_env(a, r, k, v);
   }
-  if (res->dialect == VG_DIALECT_GPUSHARE) {
-    char v[32];
-    snprintf(v, sizeof(v), "%llu",
-             (unsigned long long)(gpus[used[0]].memory / p->cfg.gpushare.unit));
-    add_env(a, r, "ALIYUN_COM_GPU_MEM_DEV", v);
-    snprintf(v, sizeof(v), "%zu", c->n_devices_ids);
-    add_env(a, r, "ALIYUN_COM_GPU_MEM_CONTAINER", v);
-  }
+  if (res->dialect == VG_DIALECT_GPUSHARE)
+    add_gpushare_env(p, a, r, &gpus[used[0]], c->n_devices_ids, pod);
   /* The slot read-only: the container can create, remove or rename
    * nothing there (no junk for the next tenant of these IDs, no new files
    * filling the node's disk), and the mounts below, mount points made in
@@ -678,10 +697,11 @@ static grpc_status_code allocate(void *ctx, const ProtobufCMessage *req, struct 
   for (size_t c = 0; c < rq->n_container_requests; c++) {
     V1beta1__ContainerAllocateResponse *one = NULL;
     grpc_status_code st = GRPC_STATUS_OK;
-    if (admit != NULL && admit(admit_arg, res->name, detail, len) != 0)
+    struct vg_admit_pod pod = {false, 0};
+    if (admit != NULL && admit(admit_arg, res->name, &pod, detail, len) != 0)
       st = GRPC_STATUS_FAILED_PRECONDITION; /* before any slot exists: nothing to undo */
     else
-      st = allocate_one(res, gpus, ngpus, rq->container_requests[c], a, &one, detail, len);
+      st = allocate_one(res, gpus, ngpus, rq->container_requests[c], &pod, a, &one, detail, len);
     if (st != GRPC_STATUS_OK) {
       free(gpus);
       vg_info("%s", detail);

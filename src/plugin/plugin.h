@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "devices.h"
@@ -38,10 +39,20 @@ struct vg_plugin;
 typedef size_t (*vg_plugin_prefer_fn)(void *arg, const struct vg_steer_request *rq,
                                       const char **out);
 
+/* What an admission check learnt of the pod whose container is allocated:
+ * the sum of the resource over the pod's containers (their limits, else
+ * requests), when it identified the pod. gpushare's ALIYUN_COM_GPU_MEM_POD. */
+struct vg_admit_pod {
+  bool known;
+  uint64_t total;
+};
+
 /* A check before a container's Allocate of IDs of resource (gate.h): 0 to
- * go on, non-zero to refuse it with the reason in why. Called on gRPC worker
- * threads, without locks. */
-typedef int (*vg_plugin_admit_fn)(void *arg, const char *resource, char *why, size_t len);
+ * go on (pod filled in, known false when the check could not tell), non-zero
+ * to refuse it with the reason in why. Called on gRPC worker threads,
+ * without locks. */
+typedef int (*vg_plugin_admit_fn)(void *arg, const char *resource, struct vg_admit_pod *pod,
+                                  char *why, size_t len);
 
 /* One kubelet resource: its own socket, registration and ListAndWatch. */
 struct vg_resource {

@@ -89,9 +89,9 @@ static int answer(struct vg_resizer *r, struct open_pod *op, const struct vg_res
     json_object_object_add(labels, VG_RESIZE_LABEL, NULL);
   }
   struct vg_err err = {""};
-  int rc =
-      vg_k8s_patch_pod_metadata(r->k8s, meta_str(op->pod, "namespace"), meta_str(op->pod, "name"),
-                                labels, ann, meta_str(op->pod, "resourceVersion"), NULL, &err);
+  int rc = vg_k8s_patch_pod_status_metadata(r->k8s, meta_str(op->pod, "namespace"),
+                                            meta_str(op->pod, "name"), labels, ann,
+                                            meta_str(op->pod, "resourceVersion"), NULL, &err);
   json_object_put(ann);
   json_object_put(labels);
   if (rc != 0 && rc != VG_K8S_ECONFLICT)

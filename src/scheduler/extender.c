@@ -59,23 +59,24 @@ static char *answer(struct ext_out *o, int *status) {
   return json_error("out of memory writing the answer");
 }
 
-/* Go's encoding/json matches keys case-insensitively; unknown keys are an
- * error here (a clear 400 beats silently scheduling on half a request). */
-static int check_keys(json_object *o, const char *const *known, json_object **vals, char *why,
-                      size_t len) {
+/* The known fields of o into vals, matched case-insensitively as Go's
+ * encoding/json does (the last of two spellings wins, as there). Unknown
+ * fields are skipped, as Go's decoder skips them: a kube-scheduler release
+ * that adds a field to ExtenderArgs must not fail every GPU pod. Known
+ * fields are still checked by their readers, so a malformed one gets its
+ * clear 400. */
+static int read_fields(json_object *o, const char *const *known, json_object **vals, char *why,
+                       size_t len) {
   if (!o || !json_object_is_type(o, json_type_object)) {
     snprintf(why, len, "request body is not a JSON object");
     return -1;
   }
   json_object_object_foreach(o, key, val) {
-    int k = 0;
-    for (; known[k]; k++)
-      if (strcasecmp(key, known[k]) == 0) break;
-    if (!known[k]) {
-      snprintf(why, len, "unknown field \"%s\"", key);
-      return -1;
-    }
-    vals[k] = val;
+    for (int k = 0; known[k]; k++)
+      if (strcasecmp(key, known[k]) == 0) {
+        vals[k] = val;
+        break;
+      }
   }
   return 0;
 }
@@ -94,7 +95,7 @@ static int parse_args(json_object *root, json_object **pod, struct candidates *c
   static const char *const keys[] = {"Pod", "Nodes", "NodeNames", NULL};
   json_object *vals[3] = {NULL, NULL, NULL};
   memset(cs, 0, sizeof(*cs));
-  if (check_keys(root, keys, vals, why, len) != 0) return -1;
+  if (read_fields(root, keys, vals, why, len) != 0) return -1;
   *pod = vals[0];
   if (!*pod || !json_object_is_type(*pod, json_type_object)) {
     snprintf(why, len, "Pod is missing or not an object");
@@ -644,7 +645,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
     *out = json_error(why);
     return nul ? 200 : 400;
   }
-  if (check_keys(root, keys, vals, why, sizeof(why)) != 0) {
+  if (read_fields(root, keys, vals, why, sizeof(why)) != 0) {
     json_object_put(root);
     *out = json_error(why);
     return 400;
@@ -694,6 +695,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
       json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
       if (a == NULL) goto done;
       annotations = ext_assigned_annotations(a);
+      ext_aliyun_annotations(annotations, &req, &v, a);
       json_object_put(a);
       /* The pod's own UID, not the request's: the MAC must name the object the
        * agent will read (a differing PodUID fails the Binding anyway). */

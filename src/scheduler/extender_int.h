@@ -372,6 +372,12 @@ json_object *ext_assigned_annotations(json_object *assignment);
  * bind or resize must not be written unsigned, which every agent refuses). */
 int ext_sign_annotations(struct vg_ext *x, json_object *annotations, const char *uid,
                          const char *ns, const char *name, const char *node, char *why, size_t len);
+/* For a pod asking for aliyun.com/gpu-mem, adds Aliyun gpushare's five
+ * annotations (assignment.h) to ann, the ones bind writes
+ * (extender_aliyun.c); nothing for other pods. v: the node's view the
+ * assignment was made on. */
+void ext_aliyun_annotations(json_object *ann, const struct pod_req *req, const struct node_view *v,
+                            json_object *assignment);
 /* Puts pod into the store as bound to node with annotations (as
  * ext_assigned_annotations makes them), until its bind or EXT_RESERVE_MS. */
 void ext_reserve(struct vg_ext *x, json_object *pod, const char *node, json_object *annotations);

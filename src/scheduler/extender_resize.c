@@ -128,9 +128,9 @@ static int answer(struct vg_ext *x, json_object *pod, const struct vg_resize_req
   if (why[0]) vg_resize_status_put(ann, q->id, VG_RESIZE_REFUSED, why);
   if (has > 0) vg_assign_free(&a);
   json_object *meta = ext_get(pod, "metadata");
-  int rc = vg_k8s_patch_pod_metadata(x->client, ext_get_str(meta, "namespace"),
-                                     ext_get_str(meta, "name"), NULL, ann,
-                                     ext_get_str(meta, "resourceVersion"), NULL, err);
+  int rc = vg_k8s_patch_pod_status_metadata(x->client, ext_get_str(meta, "namespace"),
+                                            ext_get_str(meta, "name"), NULL, ann,
+                                            ext_get_str(meta, "resourceVersion"), NULL, err);
   json_object_put(ann);
   if (rc != 0) return -1;
   ext_invalidate(x, node);

@@ -9,7 +9,11 @@ URL matching the sidecar's port, verbs, nodeCacheCapable, every dialect's
 resources managed and ignored by kube-scheduler), the admission webhook
 (Deployment locked down, Service, certs Job, MutatingWebhookConfiguration
 policies and namespaceSelector), and that each overlay's
-device plugin configuration is exactly the example of its dialect.
+device plugin configuration is exactly the example of its dialect. Then
+docs/install.md's Privileges table against the rendered RBAC (deploy/base and
+deploy/overlays/evict: nothing granted that the table lacks, nothing it says
+yes to missing, no "no" row granted), and deploy/kube-version.sh's overlay for
+every minor release of install.md's matrix (apiVersion and image tag).
 
 With --bin-dir DIR, every --flag the manifests pass to vgpu-device-plugin,
 vgpu-scheduler and vgpu-webhook (and its certs Job) must be one that the built program's --help documents,
@@ -25,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -33,6 +38,7 @@ DEPLOY = os.path.join(ROOT, "deploy")
 NS = "vgpu-system"
 sys.path.insert(0, os.path.join(ROOT, "images"))
 import spec  # noqa: E402  images/spec.py: the images `make images` builds and their references
+import privileges  # noqa: E402  tests/deploy/privileges.py: docs/install.md's Privileges table
 
 # deploy/base/kustomization.yaml's images: entries (images/spec.py reads them for `make images`)
 REFS = spec.refs()
@@ -101,15 +107,16 @@ def rules_of(role):
 
 def check_rbac(objs):
     dp = rules_of(objs[("ClusterRole", "vgpu-device-plugin")])
-    check(dp == {"nodes": {"get", "patch"}, "pods": {"get", "list", "watch", "patch"},
-                 "events": {"create"}, "pods/eviction": {"create"}},
-          "device plugin ClusterRole is exactly get/patch nodes, get/list/watch/patch pods, "
-          "create events and pods/eviction: %s" % dp)
+    check(dp == {"nodes": {"get"}, "nodes/status": {"patch"}, "pods": {"get", "list", "watch"},
+                 "pods/status": {"patch"}, "events": {"create"}},
+          "device plugin ClusterRole is exactly get nodes, patch nodes/status, get/list/watch "
+          "pods, patch pods/status, create events (no pods/eviction: deploy/overlays/evict): %s"
+          % dp)
     ext = rules_of(objs[("ClusterRole", "vgpu-scheduler-extender")])
-    check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch", "patch"},
-                  "pods/binding": {"create"}, "events": {"create"}},
-          "extender ClusterRole is exactly get/list/watch nodes, get/list/watch/patch pods, "
-          "create pods/binding and events: %s" % ext)
+    check(ext == {"nodes": {"get", "list", "watch"}, "pods": {"get", "list", "watch"},
+                  "pods/status": {"patch"}, "pods/binding": {"create"}, "events": {"create"}},
+          "extender ClusterRole is exactly get/list/watch nodes, get/list/watch pods, patch "
+          "pods/status, create pods/binding and events: %s" % ext)
     le = rules_of(objs[("Role", "vgpu-scheduler-leader-election")])
     check(le == {"leases": {"create"}, "leases@vgpu-scheduler": {"get", "update"}},
           "leader election Role: %s" % le)
@@ -197,8 +204,13 @@ def check_daemonset(objs, overlay, config_file):
     check(ctr["command"][0] == "vgpu-device-plugin", "runs vgpu-device-plugin")
     m = mounts(ctr)
     for name, path in hp.items():
-        if path != "/usr/local/vgpu":
-            check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+        check(m.get(name) == path, "device plugin mounts %s at %s" % (path, path))
+    # Allocate mounts the CLI into containers only when it sees it (plugin.c, cli_path).
+    lib = [v for v in ctr.get("volumeMounts", []) if hp.get(v["name"]) == "/usr/local/vgpu"]
+    check(len(lib) == 1 and lib[0].get("readOnly") is True,
+          "device plugin sees /usr/local/vgpu (libvgpu.so, the vgpu CLI) read-only: %s" % lib)
+    check(lib_mount is not None and "/opt/vgpu/bin/vgpu " in script and
+          lib_mount + "/vgpu" in script, "init step installs the vgpu CLI at /usr/local/vgpu/vgpu")
     env = {e["name"]: e for e in ctr["env"]}
     check(env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}},
           "NODE_NAME from the downward API")
@@ -562,6 +574,248 @@ def check_admission_policies(cmd):
           "the policy's binding skips what the webhook's selectors skip")
 
 
+# ---- docs/install.md's "Privileges" table against the rendered RBAC
+
+def grants(objs):
+    """What the rendered objects grant: {key: role} with keys as privileges.Row.key() builds
+    them (one per verb, resource and resourceName), and the roles bound that are not rendered
+    (Kubernetes' built-in ones) as a set of (service account, role name)."""
+    out, builtin = {}, set()
+    for (kind, name), b in objs.items():
+        if kind not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        scope = "*" if kind == "ClusterRoleBinding" else b["metadata"].get("namespace", NS)
+        role = objs.get((b["roleRef"]["kind"], b["roleRef"]["name"]))
+        for sa in [s["name"] for s in b["subjects"] if s.get("namespace") == NS]:
+            if role is None:
+                builtin.add((sa, b["roleRef"]["name"]))
+                continue
+            for r in role.get("rules", []):
+                for group in r.get("apiGroups", [""]):
+                    for res in r["resources"]:
+                        for verb in r["verbs"]:
+                            for rname in r.get("resourceNames") or [""]:
+                                out[(sa, verb, group, res, rname, scope)] = role["metadata"]["name"]
+    return out, builtin
+
+
+def covered(key, granted):
+    """Whether a grant answers yes to the question key: the same subject, verb and resource;
+    a rule without resourceNames covers every name; a cluster-wide one every namespace."""
+    who, verb, group, res, name, scope = key
+    return any(g[:4] == (who, verb, group, res) and g[4] in ("", name) and g[5] in ("*", scope)
+               for g in granted)
+
+
+def check_privilege_table(base, evict):
+    """The table and the manifests cannot drift: every rendered grant has its yes row, every
+    yes row (but those of built-in roles) is granted, every no row is not, the evict overlay
+    adds exactly its rows, and every built-in role bound is named by a row."""
+    try:
+        rows = privileges.rows()
+    except ValueError as e:
+        check(False, str(e))
+        return
+    granted, builtin = grants(base)
+    granted_evict, _ = grants(evict)
+    yes = {r.key() for r in rows if r.allowed == "yes"}
+    for key, role in sorted(granted.items()):
+        check(key in yes, "%s: %s grants %s %s %s%s%s: no yes row in docs/install.md's Privileges"
+              % (role, key[0], key[1], key[3], "." + key[2] if key[2] else "",
+                 " name " + key[4] if key[4] else "", " in " + key[5] if key[5] != "*" else ""))
+    for r in rows:
+        if r.allowed == "yes" and not r.builtin_roles():
+            check(covered(r.key(), granted), "%s: the manifests do not grant it" % r)
+        if r.allowed == "no":
+            check(not covered(r.key(), granted) and not covered(r.key(), granted_evict),
+                  "%s: the manifests grant it" % r)
+        if r.allowed == "evict overlay":
+            check(not covered(r.key(), granted), "%s: deploy/base grants it" % r)
+            check(covered(r.key(), granted_evict), "%s: deploy/overlays/evict does not grant it" % r)
+        for role in r.builtin_roles():
+            check((r.who, role) in builtin, "%s: cites built-in role %s, not bound to %s"
+                  % (r, role, r.who))
+    evict_rows = {r.key() for r in rows if r.allowed == "evict overlay"}
+    added = {k for k in granted_evict if k not in granted}
+    check(added == evict_rows, "deploy/overlays/evict adds exactly the evict overlay rows: "
+          "adds %s, rows %s" % (sorted(added), sorted(evict_rows)))
+    for sa, role in sorted(builtin):
+        check(any(r.who == sa and role in r.builtin_roles() for r in rows),
+              "%s is bound to built-in role %s: no row says what it is for" % (sa, role))
+    accounts = {o["metadata"]["name"] for (k, _), o in base.items() if k == "ServiceAccount"}
+    check(accounts == {r.who for r in rows}, "the table covers every ServiceAccount: %s, rows for %s"
+          % (sorted(accounts), sorted({r.who for r in rows})))
+
+
+def check_evict_overlay(cmd, base, bindir):
+    """deploy/overlays/evict: the vgpu overlay plus the eviction grant and the agent's flag."""
+    evict = index(render(cmd, "evict"))
+    extra = sorted(k for k in evict if k not in base)
+    check(extra == [("ClusterRole", "vgpu-device-plugin-evict"),
+                    ("ClusterRoleBinding", "vgpu-device-plugin-evict")],
+          "evict overlay adds only its ClusterRole and binding: %s" % extra)
+    cmd_of = [o["spec"]["template"]["spec"]["containers"][0]["command"]
+              for o in (base[("DaemonSet", "vgpu-device-plugin")],
+                        evict[("DaemonSet", "vgpu-device-plugin")])]
+    check(cmd_of[1] == cmd_of[0] + ["--backstop-policy=evict"],
+          "evict overlay passes --backstop-policy=evict: %s" % cmd_of[1])
+    check("--backstop-policy=evict" not in cmd_of[0], "deploy/base does not evict")
+    if bindir:
+        check_flags(evict, bindir)
+    return evict
+
+
+# ---- deploy/kube-version.sh: kube-scheduler follows the control plane
+
+def matrix():
+    """docs/install.md's version matrix: {minor: config apiVersion}; 'N and later' as N."""
+    with open(privileges.DOC) as f:
+        text = f.read()
+    part = text.split("### Which kube-scheduler, by Kubernetes release", 1)[-1].split("\n\n")[1]
+    out = {}
+    for line in part.split("\n")[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        minors = [int(m) for m in re.findall(r"1\.(\d+)", cells[0])]
+        if "–" in cells[0]:
+            minors = list(range(minors[0], minors[1] + 1))
+        for m in minors:
+            out[m] = re.match(r"v\w+", cells[1]).group(0)
+    return out
+
+
+def check_kube_versions(cmd):
+    """For every minor release of the matrix: the overlay deploy/kube-version.sh writes renders,
+    runs the server's kube-scheduler and the configuration apiVersion the matrix says, and
+    otherwise the base's configuration; a release below 1.20 is refused."""
+    want = matrix()
+    check(min(want) == 20 and sorted(want) == list(range(20, max(want) + 1)),
+          "the matrix covers every minor release from 1.20: %s" % sorted(want))
+    with open(os.path.join(DEPLOY, "base", "scheduler-config.yaml")) as f:
+        base_cfg = yaml.safe_load(f)
+    script = os.path.join(DEPLOY, "kube-version.sh")
+    with tempfile.TemporaryDirectory() as tmp:
+        for minor, api in sorted(want.items()):
+            version = "v1.%d.3-vendor.1" % minor
+            out = os.path.join(tmp, str(minor))
+            p = subprocess.run(["bash", script, "--version", version, out], capture_output=True,
+                               text=True, timeout=30)
+            check(p.returncode == 0, "kube-version.sh %s: %s" % (version, p.stderr))
+            if p.returncode != 0:
+                continue
+            p = subprocess.run(cmd + [out], capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0, "1.%d: the overlay renders: %s" % (minor, p.stderr))
+            objs = index(d for d in yaml.safe_load_all(p.stdout) if d)
+            cm = by_prefix(objs, "ConfigMap", "vgpu-scheduler-config")
+            cfg = yaml.safe_load(cm["data"].get("scheduler-config.yaml", "{}"))
+            check(cfg.get("apiVersion") == "kubescheduler.config.k8s.io/" + api,
+                  "1.%d: configuration %s, want %s" % (minor, cfg.get("apiVersion"), api))
+            check(dict(cfg, apiVersion=None) == dict(base_cfg, apiVersion=None),
+                  "1.%d: otherwise deploy/base's configuration" % minor)
+            dep = objs[("Deployment", "vgpu-scheduler")]["spec"]["template"]["spec"]
+            images = [c["image"] for c in dep["containers"] if c["name"] == "kube-scheduler"]
+            check(images == ["registry.k8s.io/kube-scheduler:v1.%d.3" % minor],
+                  "1.%d: kube-scheduler image %s, want the server's version" % (minor, images))
+            pdbs = [o["apiVersion"] for (k, _), o in objs.items() if k == "PodDisruptionBudget"]
+            check(pdbs == ["policy/v1beta1" if minor < 21 else "policy/v1"],
+                  "1.%d: the webhook's PodDisruptionBudget as %s (policy/v1 from 1.21)" % (minor, pdbs))
+        p = subprocess.run(["bash", script, "--version", "v1.19.9", os.path.join(tmp, "old")],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "needs Kubernetes 1.20 or later" in p.stderr,
+              "kube-version.sh refuses 1.19: %d %s" % (p.returncode, p.stderr))
+
+
+# ---- the registry recipe (docs/install.md step 1): one text in every doc, and it works
+
+RECIPE_DOCS = ("README.md", "images/README.md", "docs/deploy.md", "docs/install.md")
+RECIPE_KUSTOMIZATION = "deploy/base/kustomization.yaml"
+SAMPLE_REGISTRY, SAMPLE_TAG = "registry.test:5000/team/vgpu", "9.9.9-rc1"
+
+
+def recipe_in_doc(path):
+    """The ```sh block between the registry-recipe markers of a Markdown file."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    m = re.search(r"^<!-- registry-recipe: begin.*?^```sh\n(.*?)^```\n<!-- registry-recipe: end -->",
+                  text, re.S | re.M)
+    check(m is not None, "%s has the registry recipe between its markers" % path)
+    return m.group(1) if m else ""
+
+
+def recipe_in_kustomization():
+    """The same recipe in deploy/base/kustomization.yaml's comment, each line after '#   '."""
+    with open(os.path.join(ROOT, RECIPE_KUSTOMIZATION)) as f:
+        text = f.read()
+    m = re.search(r"^# registry-recipe: begin\n(.*?)^# registry-recipe: end\n", text, re.S | re.M)
+    check(m is not None, "%s has the registry recipe between its markers" % RECIPE_KUSTOMIZATION)
+    lines = m.group(1).splitlines() if m else []
+    return "".join(l[4:] + "\n" if l.startswith("#   ") else "" for l in lines)
+
+
+def run_recipe(cmd, recipe, dialect, work):
+    """The recipe as written, with a sample registry, tag and dialect, in a copy of deploy/ and
+    examples/: skopeo is a stand-in that records its arguments, kubectl the real one (or
+    VG_KUBECTL). Returns (objects of the overlay it wrote, skopeo's calls)."""
+    tree = os.path.join(work, dialect)
+    for d in ("deploy", "examples"):
+        shutil.copytree(os.path.join(ROOT, d), os.path.join(tree, d))
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    with open(os.path.join(bindir, "skopeo"), "w") as f:
+        f.write('#!/bin/sh\necho "$*" >>"$SKOPEO_LOG"\n')
+    os.chmod(os.path.join(bindir, "skopeo"), 0o755)
+    kubectl = cmd[0] if cmd[-1] == "kustomize" else None
+    link = os.path.join(bindir, "kubectl")
+    if kubectl and os.path.dirname(kubectl) and not os.path.lexists(link):  # VG_KUBECTL's
+        os.symlink(os.path.abspath(kubectl), link)
+    script = recipe
+    for var, value in (("REGISTRY", SAMPLE_REGISTRY), ("TAG", SAMPLE_TAG), ("DIALECT", dialect)):
+        script, n = re.subn(r"^%s=\S+" % var, "%s=%s" % (var, value), script, flags=re.M)
+        check(n == 1, "the recipe sets %s once" % var)
+    log = os.path.join(work, dialect + ".skopeo")
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"], SKOPEO_LOG=log)
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tree, env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the recipe runs (%s): %s" % (dialect, p.stderr[-2000:]))
+    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    out = os.path.join(tree, "deploy", "overlays", "registry")
+    r = subprocess.run(cmd + [out], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "%s renders the recipe's overlay: %s" % (" ".join(cmd), r.stderr))
+    check("localhost/vgpu" not in r.stdout,
+          "the recipe's overlay (%s) still names localhost/vgpu anywhere" % dialect)
+    return [d for d in yaml.safe_load_all(r.stdout) if d] if r.returncode == 0 else [], calls
+
+
+def check_registry_recipe(cmd):
+    recipe = recipe_in_doc(RECIPE_DOCS[0])
+    for path in RECIPE_DOCS[1:]:
+        check(recipe_in_doc(path) == recipe, "%s's registry recipe is README.md's, word for word"
+              % path)
+    check(recipe_in_kustomization() == recipe,
+          "%s's registry recipe is README.md's, word for word" % RECIPE_KUSTOMIZATION)
+    want = {n: "%s/%s:%s" % (SAMPLE_REGISTRY, n, SAMPLE_TAG) for n in ("vgpu-node", "vgpu-scheduler")}
+    work = tempfile.mkdtemp(prefix="vgpu-recipe-")
+    try:
+        for dialect in OVERLAYS:
+            objs, calls = run_recipe(cmd, recipe, dialect, work)
+            check(sorted(calls) == sorted("copy oci-archive:build/images/%s.tar docker://%s"
+                                          % (n, ref) for n, ref in want.items()),
+                  "the recipe pushes both archives to the registry: %s" % calls)
+            seen = set()
+            for o in objs:
+                pod = o.get("spec", {}).get("template", {}).get("spec", {})
+                for c in pod.get("initContainers", []) + pod.get("containers", []):
+                    seen.add(c["image"])
+                    check(c["image"] in want.values() or c["image"] == KUBE_SCHEDULER_IMAGE,
+                          "%s: %s/%s container %s pulls %s, not the registry's"
+                          % (dialect, o["kind"], o["metadata"]["name"], c["name"], c["image"]))
+            check(set(want.values()) <= seen, "%s: the recipe's overlay uses %s (got %s)"
+                  % (dialect, sorted(want.values()), sorted(seen)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("registry recipe: the same in %d files, rendered for %d overlays"
+          % (len(RECIPE_DOCS) + 1, len(OVERLAYS)))
+
+
 def main():
     bindir = sys.argv[sys.argv.index("--bin-dir") + 1] if "--bin-dir" in sys.argv else None
     cmd = renderer()
@@ -573,6 +827,10 @@ def main():
         check_overlay(cmd, overlay, config_file, bindir)
     check_cert_manager(cmd, bindir)
     check_admission_policies(cmd)
+    base = index(render(cmd, "vgpu"))
+    check_privilege_table(base, check_evict_overlay(cmd, base, bindir))
+    check_kube_versions(cmd)
+    check_registry_recipe(cmd)
     if FAILURES:
         print("%d failure(s)" % len(FAILURES))
         return 1

@@ -12,6 +12,7 @@ Run by tests/e2e/run.sh, which builds and starts the cluster and exports its
 coordinates (cluster.sh env) plus VGPU_E2E_BUILD (the vgpu build dir),
 VGPU_E2E_SIM_STATE and VGPU_E2E_WORK. Usage: e2e.py [CASE...]
 """
+import calendar
 import json
 import os
 import re
@@ -28,6 +29,9 @@ import install
 import kube
 from kube import E2EError
 from transcript import Transcript
+
+sys.path.insert(0, os.path.join(install.ROOT, "tests", "deploy"))
+import privileges  # noqa: E402  docs/install.md's Privileges table (tests/deploy/privileges.py)
 
 NS = "e2e"
 IMAGE = "localhost/vgpu-e2e/workload:latest"
@@ -68,6 +72,7 @@ echo "== preload"; cat /etc/ld.so.preload 2>&1
 echo "== slot"; ls /usr/local/vgpu 2>&1
 echo "== burn"; vgpu-burn --alloc 16g --chunk 64m --json 2>&1 | tail -n 1
 echo "== status"; vgpu status --json 2>&1 | tail -n 1
+echo "== cli"; /usr/local/vgpu/bin/vgpu --version 2>&1; /usr/local/vgpu/bin/vgpu status --json 2>&1 | tail -n 1
 echo "== done"
 """
 
@@ -177,6 +182,15 @@ def check_inside(name, log, memory, cores=None, limited=True, ns=NS):
           "allocated only %d bytes of %d" % (burn["allocated_bytes"], memory), state)
     check(burn["device_total"] == memory, "cuDeviceTotalMem shows %d, not the limit %d" % (
         burn["device_total"], memory), state)
+    # The CLI the node agent mounts (the image's own vgpu is /opt/vgpu/bin/vgpu): it runs, and
+    # its status shows the container's limit (docs/coming-from.md, docs/device-plugin.md).
+    cli = section(log, "cli").splitlines()
+    check(bool(cli) and re.match(r"vgpu \d+\.\d+", cli[0]) is not None,
+          "/usr/local/vgpu/bin/vgpu --version did not run in the container", state)
+    mine = probe_json(log, "cli")
+    check(mine.get("devices", [{}])[0].get("mem_limit") == memory,
+          "/usr/local/vgpu/bin/vgpu status shows %s, not the limit %d" % (mine.get("devices"), memory),
+          state)
     if cores is not None:
         status = probe_json(log, "status")
         dev = status["devices"][0]
@@ -990,9 +1004,10 @@ def backstop_unpreloaded(ctx):
     it); the node agent's backstop attributes NVML's memory to the container
     by its slot mount, sets vgpu_container_over_grant and records a Warning
     Event GPUMemoryOverGrant on the pod, which keeps running (policy report,
-    the default). With --backstop-policy=evict patched into the DaemonSet the
+    the default). With --backstop-policy=evict patched into the DaemonSet and
+    deploy/overlays/evict's grant applied (deploy/base grants no eviction) the
     pod is then evicted through the Eviction API (policy/v1beta1 on 1.20) and
-    the Event says so; the option is removed again afterwards."""
+    the Event says so; the option and the grant are removed again afterwards."""
     name = "bypass"
     run_pod(ctx, name, {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000"}, script=BYPASS)
     kube.wait_log(name, NS, "allocated 3221225472 bytes")  # nothing limited it
@@ -1016,6 +1031,7 @@ def backstop_unpreloaded(ctx):
     check(nvml and metric_value(nvml[0]) >= 3072 * MIB, "NVML's figure is not shown: %s" % nvml,
           state())
     check(kube.pod_phase(name, NS) == "Running", "policy report evicted the pod", state())
+    kube.kubectl("apply", "-f", EVICT_RBAC)
     ctx.agents.plugin_flag("--backstop-policy=evict", True)
     try:
         def evicted():
@@ -1027,6 +1043,61 @@ def backstop_unpreloaded(ctx):
         delete_pods(ctx)
     finally:
         ctx.agents.plugin_flag("--backstop-policy=evict", False)
+        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+
+
+# ---------------------------------------------------------------- privileges
+
+# deploy/overlays/evict's one grant beyond deploy/base: create pods/eviction for the node agent.
+EVICT_RBAC = os.path.join(install.ROOT, "deploy", "overlays", "evict", "rbac-evict.yaml")
+
+
+def can_i(row):
+    """The real API server's answer to the row's question: "yes" or "no" (kubectl auth can-i
+    exits 1 for no; anything else is an error)."""
+    proc = subprocess.run(["kubectl"] + row.can_i(), capture_output=True, text=True, timeout=30)
+    answer = proc.stdout.strip()
+    if answer not in ("yes", "no"):
+        raise E2EError("kubectl %s: exit %d, %s %s" % (" ".join(row.can_i()), proc.returncode,
+                                                     answer, proc.stderr.strip()))
+    return answer
+
+
+def wrong_answers(rows, evict):
+    """The rows whose answer differs from the table's, each with the answer; evict: whether
+    deploy/overlays/evict's grant is applied (its rows then want yes)."""
+    wrong = []
+    for row in rows:
+        want = "yes" if row.allowed == "yes" or (row.allowed == "evict overlay" and evict) else "no"
+        got = can_i(row)
+        if got != want:
+            wrong.append("%s: the API server answers %s" % (row, got))
+    return wrong
+
+
+@case("least-privilege")
+def least_privilege(ctx):
+    """Every row of docs/install.md's Privileges table, asked of the real API
+    server as `kubectl auth can-i VERB RESOURCE... --as
+    system:serviceaccount:vgpu-system:WHO`: what vgpu's service accounts are
+    granted (kube-scheduler's built-in roles included) and what they must be
+    refused (the node agent's patch of Nodes and Pods, secrets); the evict
+    overlay's rows are no as installed and yes with its grant applied."""
+    rows = privileges.rows()
+    wrong = wrong_answers(rows, evict=False)
+    kube.kubectl("apply", "-f", EVICT_RBAC)
+    try:
+        evict_rows = [r for r in rows if r.allowed == "evict overlay"]
+        check(evict_rows, "the table has no evict overlay rows")
+        # RBAC changes reach the authorizer through its informer: a moment.
+        kube.wait_for("the evict grant to take effect",
+                      lambda: not wrong_answers(evict_rows[:1], evict=True), 30)
+        wrong += ["with deploy/overlays/evict: " + w for w in wrong_answers(rows, evict=True)]
+    finally:
+        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+    print("    %d rows asked twice (without and with the evict overlay's grant)" % len(rows),
+          flush=True)
+    check(not wrong, "%d answers differ from docs/install.md:\n%s" % (len(wrong), "\n".join(wrong)))
 
 
 # ---------------------------------------------------------------- admission
@@ -1559,6 +1630,28 @@ def wait_only_holder(ctx, keep):
                   state=lambda: "others: %s" % others())
 
 
+def aliyun_annotations(ctx, tr, pod, want):
+    """The ALIYUN_COM_GPU_MEM_* annotations Aliyun's extender and device plugin
+    write, as the pod carries them: vgpu-scheduler's at bind, ASSIGNED "true"
+    and a new ASSUME_TIME (Unix nanoseconds) from the node agent's Allocate."""
+    tr.say("The pod annotations Aliyun's tools read")
+    out = tr.shell("kubectl get pod %s -o yaml | grep ALIYUN_COM_GPU_MEM" % pod, "".join(
+        line + "\n" for line in user_kubectl(ctx, "get", "pod", pod, "-o", "yaml").splitlines()
+        if line.strip().startswith("ALIYUN_COM_GPU_MEM")))
+    got = {k.strip(): v.strip().strip('"') for k, v in
+           (line.split(":", 1) for line in out.splitlines())}
+    stamp = got.pop("ALIYUN_COM_GPU_MEM_ASSUME_TIME", "")
+    check(got == want, "pod annotations ALIYUN_COM_GPU_MEM_*: %s, not %s" % (got, want))
+    created = kube.get("pod", pod, SEED_NS)["metadata"]["creationTimestamp"]
+    born = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+    check(stamp.isdigit() and born - 1 <= int(stamp) / 1e9 <= time.time(),
+          "ALIYUN_COM_GPU_MEM_ASSUME_TIME %r is not a time in Unix nanoseconds since the pod "
+          "was created (%s)" % (stamp, created))
+    tr.ok("GPU %s, pod %s MiB of the GPU's %s, assigned by the node agent at its Allocate"
+          % (want["ALIYUN_COM_GPU_MEM_IDX"], want["ALIYUN_COM_GPU_MEM_POD"],
+             want["ALIYUN_COM_GPU_MEM_DEV"]))
+
+
 @case("seed-002-gpushare")
 def seed_002(ctx):
     """Seed 002 (Aliyun gpushare) as written: the binpack-1 Deployment
@@ -1590,9 +1683,15 @@ def seed_002(ctx):
         line + "\n" for line in sorted(user_kubectl(ctx, "exec", pod, "--", "env").splitlines())
         if line.startswith("ALIYUN_COM_GPU_MEM")))
     env = dict(line.split("=", 1) for line in out.splitlines())
-    check(env == {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803"},
-          "ALIYUN_COM_GPU_MEM_*: %s" % env)
-    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB" % total)
+    want = {"ALIYUN_COM_GPU_MEM_DEV": str(total), "ALIYUN_COM_GPU_MEM_CONTAINER": "3803",
+            "ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]), "ALIYUN_COM_GPU_MEM_POD": "3803"}
+    check(env == want, "ALIYUN_COM_GPU_MEM_*: %s, not %s" % (env, want))
+    tr.ok("GPU memory of the device %d MiB, of the container 3803 MiB, of the pod 3803 MiB, "
+          "on GPU %d" % (total, inv[gpu]))
+    aliyun_annotations(ctx, tr, pod, {"ALIYUN_COM_GPU_MEM_IDX": str(inv[gpu]),
+                                      "ALIYUN_COM_GPU_MEM_POD": "3803",
+                                      "ALIYUN_COM_GPU_MEM_DEV": str(total),
+                                      "ALIYUN_COM_GPU_MEM_ASSIGNED": "true"})
     tr.say("Isolation: the container cannot take more than its 3803 MiB")
     out = tr.shell("kubectl exec %s -- vgpu-burn --alloc 8g --chunk 16m" % pod,
                    user_kubectl(ctx, "exec", pod, "--", "vgpu-burn", "--alloc", "8g",
@@ -1713,6 +1812,80 @@ def trace_dir():
     ../shared/data/alibaba-gpu-v2023 next to the repository (bench/trace_dir.sh's rule)."""
     return os.environ.get("VGPU_TRACE_DIR") or os.path.join(
         os.path.dirname(install.ROOT), "shared", "data", "alibaba-gpu-v2023")
+
+
+def install_recipe():
+    """docs/install.md step 1's registry recipe, the block between its markers
+    (tests/deploy checks every doc has the same)."""
+    with open(os.path.join(install.ROOT, "docs", "install.md")) as f:
+        m = re.search(r"^<!-- registry-recipe: begin.*?^```sh\n(.*?)^```\n", f.read(), re.S | re.M)
+    if not m:
+        raise E2EError("docs/install.md has no registry-recipe block")
+    return m.group(1)
+
+
+@case("registry-recipe")
+def registry_recipe(ctx):
+    """docs/install.md's registry recipe as written, against the cluster's own
+    registry (127.0.0.1:15000): it pushes make images' archives with the real
+    skopeo, writes the overlay, and every vgpu image the overlay renders is
+    pulled by the real containerd from that registry and runs. The one
+    addition: the e2e registry speaks plain HTTP, so skopeo gets
+    --dest-tls-verify=false (a real registry has TLS)."""
+    registry, tag = "127.0.0.1:15000/vgpu-recipe", "0.0.0-e2e"
+    work = os.path.join(ctx.work, "recipe")
+    shutil.rmtree(work, ignore_errors=True)
+    for d in ("deploy", "examples"):
+        shutil.copytree(os.path.join(install.ROOT, d), os.path.join(work, d))
+    os.makedirs(os.path.join(work, "build"))
+    os.symlink(os.path.join(ctx.build, "images"), os.path.join(work, "build", "images"))
+    bindir = os.path.join(work, "bin")
+    os.makedirs(bindir)
+    with open(os.path.join(bindir, "skopeo"), "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = copy ] && shift && set -- copy --dest-tls-verify=false "$@"\n'
+                'exec /usr/bin/skopeo "$@"\n')
+    os.chmod(os.path.join(bindir, "skopeo"), 0o755)
+    script = install_recipe()
+    for var, value in (("REGISTRY", registry), ("TAG", tag), ("DIALECT", "vgpu")):
+        script = re.sub(r"^%s=\S+" % var, "%s=%s" % (var, value), script, flags=re.M)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, timeout=300,
+                          env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]),
+                          capture_output=True, text=True)
+    check(proc.returncode == 0, "the recipe failed (%d):\n%s%s" % (proc.returncode,
+                                                                    proc.stdout, proc.stderr))
+    rendered = kube.kubectl("kustomize", os.path.join(work, "deploy", "overlays", "registry"))
+    refs = set()
+    for o in yaml.safe_load_all(rendered):
+        pod = ((o or {}).get("spec") or {}).get("template", {}).get("spec", {})
+        refs |= {c["image"] for c in pod.get("initContainers", []) + pod.get("containers", [])}
+    want = {"%s/%s:%s" % (registry, n, tag) for n in ("vgpu-node", "vgpu-scheduler")}
+    check(want <= refs and not any("localhost/vgpu" in r for r in refs),
+          "the recipe's overlay uses %s, not %s" % (sorted(refs), sorted(want)))
+    # Each image by the overlay's reference, pulled (IfNotPresent: nothing has it yet) and run.
+    for name, ref, prog in (("recipe-node", "%s/vgpu-node:%s" % (registry, tag), "vgpu"),
+                            ("recipe-control", "%s/vgpu-scheduler:%s" % (registry, tag),
+                             "vgpu-scheduler")):
+        kube.apply({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": NS},
+                    "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                             "containers": [{"name": "main", "image": ref,
+                                             "imagePullPolicy": "IfNotPresent",
+                                             "command": ["/opt/vgpu/bin/" + prog, "--version"]}]}})
+        ctx.created.append(name)
+        kube.wait_for("pod %s to pull %s and finish" % (name, ref),
+                      lambda: kube.pod_phase(name, NS) in ("Succeeded", "Failed"), 180,
+                      state=lambda: kube.pod_summary(name, NS))
+        pod = kube.get("pod", name, NS)
+        status = pod["status"]["containerStatuses"][0]
+        check(pod["status"]["phase"] == "Succeeded" and ref in status["image"],
+              "pod %s from %s did not run" % (name, ref), kube.pod_summary(name, NS))
+        pulled = [e for e in kube.events(name, NS) if e.get("reason") == "Pulled"]
+        check(any(ref in e.get("message", "") and "already present" not in e.get("message", "")
+                  for e in pulled),
+              "pod %s: no pull of %s from the registry: %s" % (name, ref, pulled))
+        check(kube.pod_log(name, NS).startswith(prog + " "),
+              "%s --version in %s printed %r" % (prog, ref, kube.pod_log(name, NS)))
+    delete_pods(ctx)
 
 
 @case("kube-replay")

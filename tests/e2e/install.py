@@ -11,14 +11,14 @@ here on every run:
 3. preflight: deploy/preflight.sh against the cluster (a pod of the node
    image on the GPU node checks the runtime gives it NVML and GPUs, the
    kubelet's sockets, the API);
-4. `kubectl apply -k` of an overlay of deploy/base with every dialect at
-   once (config.yaml.in, as a copied overlay with your own config.yaml is,
-   docs/deploy.md), with the settings docs/install.md gives for a Kubernetes
-   older than 1.25: kube-scheduler's tag = the cluster's version, its
-   configuration as kubescheduler.config.k8s.io/v1beta1, and (1.20) the
-   label that keeps kube-system out of the webhook. One e2e-only setting:
-   the plugin's --slot-grace=15, so cleanup-after-delete does not wait a
-   minute;
+4. `kubectl apply -k` of the overlay deploy/kube-version.sh writes, as
+   docs/install.md says (kube-scheduler's tag = the cluster's version, its
+   configuration as the apiVersion that release reads: v1beta1 on 1.20),
+   over an overlay of deploy/base with every dialect at once
+   (config.yaml.in, as a copied overlay with your own config.yaml is,
+   docs/deploy.md), and (1.20) the label that keeps kube-system out of the
+   webhook. One e2e-only setting: the plugin's --slot-grace=15, so
+   cleanup-after-delete does not wait a minute;
 5. wait: every DaemonSet and Deployment rolled out, every Job complete;
 6. (uninstall) `kubectl delete -k`, then the node's /usr/local/vgpu and
    /var/lib/vgpu removed; uninstalled() says what is left.
@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import urllib.request
 
 import yaml
@@ -50,12 +51,14 @@ GPU_LABEL = "vgpu.io/gpu"
 
 
 def scheduler_config_v1beta1():
-    """deploy/base/scheduler-config.yaml as kubescheduler.config.k8s.io/v1beta1
-    (Kubernetes 1.19-1.21 read v1beta1 only; docs/install.md)."""
-    with open(os.path.join(ROOT, "deploy", "base", "scheduler-config.yaml")) as f:
-        cfg = yaml.safe_load(f)
-    cfg["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1"
-    return cfg
+    """deploy/base/scheduler-config.yaml as deploy/kube-version.sh writes it for
+    Kubernetes 1.20 (kubescheduler.config.k8s.io/v1beta1): what bench/kube_replay.py
+    runs its kube-scheduler with."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["bash", os.path.join(ROOT, "deploy", "kube-version.sh"), "--version",
+                        "v1.20.2", tmp], check=True, capture_output=True, timeout=30)
+        with open(os.path.join(tmp, "scheduler-config.yaml")) as f:
+            return yaml.safe_load(f)
 
 
 def e2e_plugin_config():
@@ -78,7 +81,8 @@ class Installation:
 
     def __init__(self, env, build, work):
         self.env, self.build, self.work = env, build, work
-        self.overlay = os.path.join(work, "overlay")
+        self.dialects = os.path.join(work, "dialects")  # deploy/base, every dialect
+        self.overlay = os.path.join(work, "overlay")  # what deploy/kube-version.sh wrote over it
         self.node = env["VGPU_E2E_NODE"]
 
     # ---- the steps
@@ -104,47 +108,27 @@ class Installation:
         kube.kubectl("label", "node", self.node, GPU_LABEL + "=true", "--overwrite")
 
     def write_overlay(self):
-        """deploy/base, config.yaml.in, the settings of an old Kubernetes."""
-        if os.path.isdir(self.overlay):
-            shutil.rmtree(self.overlay)
-        os.makedirs(self.overlay)
-        with open(os.path.join(self.overlay, "scheduler-config.yaml"), "w") as f:
-            yaml.safe_dump(scheduler_config_v1beta1(), f)
-        with open(os.path.join(self.overlay, "config.yaml"), "w") as f:
+        """deploy/base with config.yaml.in and the e2e's slot grace, then the
+        overlay over it that deploy/kube-version.sh writes for this cluster
+        (docs/install.md, step 4: the same command users run)."""
+        for d in (self.dialects, self.overlay):
+            if os.path.isdir(d):
+                shutil.rmtree(d)
+        os.makedirs(self.dialects)
+        with open(os.path.join(self.dialects, "config.yaml"), "w") as f:
             f.write(e2e_plugin_config())
         kustomization = {
-            "resources": [os.path.relpath(os.path.join(ROOT, "deploy", "base"), self.overlay)],
+            "resources": [os.path.relpath(os.path.join(ROOT, "deploy", "base"), self.dialects)],
             "configMapGenerator": [
-                {"name": "vgpu-scheduler-config", "namespace": NS, "behavior": "replace",
-                 "files": ["scheduler-config.yaml"]},
                 {"name": "vgpu-device-plugin-config", "namespace": NS, "files": ["config.yaml"]}],
-            "images": [{"name": "registry.k8s.io/kube-scheduler",
-                        "newTag": "v" + self.kube_version()}],
             "patches": [{"target": {"kind": "DaemonSet", "name": PLUGIN}, "patch": json.dumps([
                 {"op": "add", "path": "/spec/template/spec/containers/0/command/-",
                  "value": "--slot-grace=15"}])}],
         }
-        if self.kube_minor() < (1, 21):
-            self.pdb_v1beta1(kustomization)
-        with open(os.path.join(self.overlay, "kustomization.yaml"), "w") as f:
+        with open(os.path.join(self.dialects, "kustomization.yaml"), "w") as f:
             yaml.safe_dump(kustomization, f)
-
-    def pdb_v1beta1(self, kustomization):
-        """policy/v1 is served from 1.21: the same PodDisruptionBudget as v1beta1."""
-        pdb = next(o for o in yaml.safe_load_all(open(os.path.join(ROOT, "deploy", "base",
-                                                                   "webhook.yaml")))
-                   if o and o["kind"] == "PodDisruptionBudget")
-        gone = {"apiVersion": pdb["apiVersion"], "kind": pdb["kind"],
-                "metadata": {"name": pdb["metadata"]["name"],
-                             "namespace": pdb["metadata"]["namespace"]}, "$patch": "delete"}
-        pdb["apiVersion"] = "policy/v1beta1"
-        with open(os.path.join(self.overlay, "pdb-v1beta1.yaml"), "w") as f:
-            yaml.safe_dump(pdb, f)
-        kustomization["resources"].append("pdb-v1beta1.yaml")
-        kustomization["patches"].append({"patch": yaml.safe_dump(gone)})
-
-    def kube_minor(self):
-        return tuple(int(x) for x in self.kube_version().split(".")[:2])
+        print("    " + self.run(["bash", os.path.join(ROOT, "deploy", "kube-version.sh"), "--base",
+                                 self.dialects, self.overlay]).strip(), flush=True)
 
     def kube_version(self):
         v = json.loads(kube.kubectl("version", "-o", "json"))["serverVersion"]["gitVersion"]

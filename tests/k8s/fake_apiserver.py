@@ -5,7 +5,9 @@ It implements the few endpoints vgpu uses with their real semantics:
 objects in memory under one global resourceVersion counter, GET and list
 (fieldSelector spec.nodeName=X), JSON merge patch (RFC 7386) with a
 metadata.resourceVersion precondition (409 Conflict Status), pods/binding
-(sets spec.nodeName, merges annotations, 409 if already bound), and watch
+(sets spec.nodeName, merges annotations, 409 if already bound), the status
+subresource of nodes and pods (PATCH .../status: the same merge patch, the spec
+and ownerReferences kept as kube-apiserver keeps them), and watch
 (?watch=1&resourceVersion=) as a chunked stream of newline-separated JSON
 events with BOOKMARKs when allowWatchBookmarks is set, 410 Gone when the rv is
 older than the compaction point, and the stream closed after timeoutSeconds.
@@ -171,6 +173,18 @@ def merge_patch(target, patch):
     return target
 
 
+def keep_spec(old, new):
+    """The status subresource's rules (kube-apiserver's nodeStatusStrategy and
+    podStatusStrategy, 1.20 to today): the spec and metadata.ownerReferences
+    stay as they were; the rest of metadata (labels, annotations) and the
+    status take the patch."""
+    for was, now, key in ((old, new, "spec"), (old["metadata"], new["metadata"], "ownerReferences")):
+        if key in was:
+            now[key] = copy.deepcopy(was[key])
+        else:
+            now.pop(key, None)
+
+
 def status(code, reason, message):
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
@@ -228,8 +242,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.list_or_watch("Pod", q)
         if len(p) == 2 and p[0] == "nodes":
             return self.object_op(method, "Node", ("", p[1]))
+        if len(p) == 3 and p[0] == "nodes" and p[2] == "status":
+            return self.object_op(method, "Node", ("", p[1]), status_only=True)
         if len(p) == 4 and p[0] == "namespaces" and p[2] == "pods":
             return self.object_op(method, "Pod", (p[1], p[3]))
+        if len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "status":
+            return self.object_op(method, "Pod", (p[1], p[3]), status_only=True)
         if len(p) == 3 and p[0] == "namespaces" and p[2] == "events" and method == "POST":
             return self.create_event(p[1])
         if (len(p) == 5 and p[0] == "namespaces" and p[2] == "pods" and p[4] == "eviction" and
@@ -257,7 +275,7 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.store
         return st.nodes if kind == "Node" else st.pods
 
-    def object_op(self, method, kind, key):
+    def object_op(self, method, kind, key, status_only=False):
         st = self.server.store
         desc = kind.lower() + 's "%s"' % key[1]
         if method == "GET":
@@ -292,6 +310,8 @@ class Handler(BaseHTTPRequestHandler):
                                  "and try again" % desc)
             new = merge_patch(copy.deepcopy(obj), patch)
             new["metadata"]["name"] = obj["metadata"]["name"]
+            if status_only:
+                keep_spec(obj, new)
             canonicalize(kind, new)
             st.bump(new)
             self.table(kind)[key] = new

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_requests.h"
 #include "harness.h"
 #include "k8s.h"
 
@@ -72,6 +73,15 @@ static void admin(struct vg_k8s_client *c, const char *method, const char *path,
     fail_msg("%s %s: %s", method, path, err.msg);
   if (r.status >= 300) fail_msg("%s %s: HTTP %ld %s", method, path, r.status, r.body);
   vg_k8s_response_free(&r);
+}
+
+/* How many requests "VERB /path..." the fake server has served: which path,
+ * subresource or not, a call went to. */
+static long requests_to(struct vg_k8s_client *c, const char *key) {
+  struct vg_err err;
+  long n = vg_fake_requests(c, key, &err);
+  if (n < 0) fail_msg("%s", err.msg);
+  return n;
 }
 
 static void add_pod(struct vg_k8s_client *c, const char *name, const char *node) {
@@ -304,7 +314,7 @@ static void test_node_get_patch_conflict(void **s) {
   assert_int_equal(vg_k8s_patch_node_annotations(c, "node-a", ann, rv, NULL, &err),
                    VG_K8S_ECONFLICT);
   expect_msg(err.msg, "PATCH");
-  expect_msg(err.msg, "/api/v1/nodes/node-a");
+  expect_msg(err.msg, "/api/v1/nodes/node-a/status");
   expect_msg(err.msg, "HTTP 409");
   expect_msg(err.msg, "the object has been modified");
 
@@ -334,6 +344,22 @@ static void test_node_get_patch_conflict(void **s) {
   assert_int_equal(u.calls, 3);
   expect_msg(err.msg, "still conflicting after 3 attempts");
   admin(c, "POST", "/_test/conflict_next?n=0", "");
+
+  /* Every write went to nodes/status, none to the Node: the node agent's
+   * role has patch on nodes/status only (docs/install.md, "Privileges"). 3
+   * patches, then 3 + 3 read-modify-write attempts. */
+  assert_int_equal(requests_to(c, "PATCH /api/v1/nodes/node-a/status"), 9);
+  assert_int_equal(requests_to(c, "PATCH /api/v1/nodes/node-a"), 9); /* none on the Node */
+  assert_int_equal(requests_to(c, "GET /api/v1/nodes/node-a/status"), 0);
+  /* A status write cannot touch the spec (taints, unschedulable). */
+  struct vg_k8s_response r;
+  if (vg_k8s_request(c, "PATCH", "/api/v1/nodes/node-a/status", "application/merge-patch+json",
+                     "{\"spec\":{\"unschedulable\":true}}", &r, &err) != 0)
+    fail_msg("%s", err.msg);
+  vg_k8s_response_free(&r);
+  vg_k8s_get_node(c, "node-a", &node, &err);
+  assert_null(json_object_object_get(node, "spec"));
+  json_object_put(node);
 
   assert_int_equal(vg_k8s_get_node(c, "no-such-node", &node, &err), VG_K8S_ENOTFOUND);
   expect_msg(err.msg, "HTTP 404");
@@ -369,7 +395,36 @@ static void test_list_pods_by_node_and_patch_pod(void **s) {
   json_object *pod = NULL;
   if (vg_k8s_get_pod(c, "default", "lp-1", &pod, &err) != 0) fail_msg("%s", err.msg);
   assert_string_equal(annotation(pod, "vgpu.io/assigned"), "GPU-1");
+  char rv2[64];
+  snprintf(rv2, sizeof(rv2), "%s", get_str(pod, "metadata", "resourceVersion"));
   json_object_put(pod);
+
+  /* vgpu's own components write through pods/status: labels and annotations
+   * persist, null deletes, the resourceVersion precondition holds. */
+  json_object *labels = json_object_new_object();
+  ann = json_object_new_object();
+  json_object_object_add(labels, "vgpu.io/resize", json_object_new_string("open"));
+  json_object_object_add(ann, "vgpu.io/resize-status", json_object_new_string("s1"));
+  json_object_object_add(ann, "vgpu.io/assigned", NULL);
+  json_object *out = NULL;
+  if (vg_k8s_patch_pod_status_metadata(c, "default", "lp-1", labels, ann, rv2, &out, &err) != 0)
+    fail_msg("%s", err.msg);
+  assert_string_equal(annotation(out, "vgpu.io/resize-status"), "s1");
+  assert_null(annotation(out, "vgpu.io/assigned"));
+  assert_string_equal(get_str(out, "spec", "nodeName"), "list-node");
+  json_object_put(out);
+  assert_int_equal(
+      vg_k8s_patch_pod_status_metadata(c, "default", "lp-1", labels, ann, rv2, NULL, &err),
+      VG_K8S_ECONFLICT);
+  expect_msg(err.msg, "/api/v1/namespaces/default/pods/lp-1/status");
+  json_object_put(ann);
+  json_object_put(labels);
+  if (vg_k8s_get_pod(c, "default", "lp-1", &pod, &err) != 0) fail_msg("%s", err.msg);
+  json_object *pl = json_object_object_get(json_object_object_get(pod, "metadata"), "labels");
+  assert_string_equal(json_object_get_string(json_object_object_get(pl, "vgpu.io/resize")), "open");
+  json_object_put(pod);
+  assert_int_equal(requests_to(c, "PATCH /api/v1/namespaces/default/pods/lp-1/status"), 2);
+  assert_int_equal(requests_to(c, "PATCH /api/v1/namespaces/default/pods/lp-1"), 3); /* 1 Pod */
   vg_k8s_client_free(c);
 }
 

@@ -602,6 +602,9 @@ static void test_example_gpushare(void **state) {
   assert_true(has_env(r, "CUDA_DEVICE_MEMORY_LIMIT_0", "1024m"));
   assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_DEV", "8192"));
   assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_CONTAINER", "1024"));
+  assert_true(has_env(r, "ALIYUN_COM_GPU_MEM_IDX", "0")); /* u0 is GPU 0 */
+  /* No API server here: the pod is not identified, so no pod total is made up. */
+  assert_null(strstr(r, "ALIYUN_COM_GPU_MEM_POD"));
   assert_true(has_env(r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", "/usr/local/vgpu/region.cache"));
   /* the CLI beside the library, read-only: `vgpu status` in any image */
   char want[800];

@@ -175,25 +175,37 @@ static void test_malformed_assignment(void **state) {
   assert_int_equal(sm, 10);
 }
 
-/* gpushare (GiB units): the assignment names GPU 1 for 3 GiB; all three IDs
- * come from GPU 1, although the plugin's own best-fit rule would take GPU 0
- * (both are empty, GPU 0 comes first). The limits come from the IDs. */
-static void test_steer_gpushare(void **state) {
-  struct setup *s = *state;
+/* A node serving gpushare in GiB units; the two GPUs' UUIDs. */
+static void gpushare_gib_node(struct setup *s, char u0[128], char u1[128]) {
   char config[600], kubeconfig[500];
   snprintf(config, sizeof(config), "%s/gpushare.yaml", s->env.dir);
   FILE *f = fopen(config, "w");
   fputs("version: v1\ndialects:\n  gpushare:\n    memoryUnit: GiB\n", f);
   fclose(f);
   start_node_with(s, kubeconfig, sizeof(kubeconfig), config, "aliyun.com/gpu-mem", NULL);
+  two_uuids(s->fk.line, u0, u1, 128);
+}
+
+/* An assignment entry: container ctr's aliyun.com/gpu-mem on GPU 1 (uuid). */
+static const char *share_entry(char *buf, size_t len, const char *ctr, const char *uuid,
+                               unsigned long long bytes) {
+  snprintf(buf, len,
+           "{\"name\":\"%s\",\"resource\":\"aliyun.com/gpu-mem\",\"gpus\":[{\"uuid\":\"%s\","
+           "\"index\":1,\"memory\":%llu,\"cores\":0}]}",
+           ctr, uuid, bytes);
+  return buf;
+}
+
+/* gpushare (GiB units): the assignment names GPU 1 for 3 GiB; all three IDs
+ * come from GPU 1, although the plugin's own best-fit rule would take GPU 0
+ * (both are empty, GPU 0 comes first). The limits come from the IDs. */
+static void test_steer_gpushare(void **state) {
+  struct setup *s = *state;
   char u0[128], u1[128];
-  two_uuids(s->fk.line, u0, u1, sizeof(u0));
-  char text[600];
-  snprintf(text, sizeof(text),
-           "{\"version\":1,\"node\":\"node1\",\"containers\":[{\"name\":\"c\",\"resource\":"
-           "\"aliyun.com/gpu-mem\",\"gpus\":[{\"uuid\":\"%s\",\"index\":1,\"memory\":%llu,"
-           "\"cores\":0}]}]}",
-           u1, 3ull << 30);
+  gpushare_gib_node(s, u0, u1);
+  char text[600], c[300];
+  snprintf(text, sizeof(text), "{\"version\":1,\"node\":\"node1\",\"containers\":[%s]}",
+           share_entry(c, sizeof(c), "c", u1, 3ull << 30));
   add_assigned_pod(s, "share", text);
   static char r[1 << 16];
   snprintf(r, sizeof(r), "%s", fake(s, "admit default share c aliyun.com/gpu-mem 3"));
@@ -210,6 +222,71 @@ static void test_steer_gpushare(void **state) {
   assert_false(v.pending);
   assert_string_equal(v.uuid[0], u1);
   assert_int_equal(v.limit[0], 3ull << 30);
+}
+
+/* r's (an admit answer's) environment variable key, "" when absent (a
+ * static copy). */
+static const char *env_of(const char *r, const char *key) {
+  static char value[256];
+  json_object *o = json_tokener_parse(r), *envs, *v;
+  value[0] = 0;
+  if (json_object_object_get_ex(o, "envs", &envs) && json_object_object_get_ex(envs, key, &v))
+    snprintf(value, sizeof(value), "%s", json_object_get_string(v));
+  json_object_put(o);
+  return value;
+}
+
+/* Aliyun's handshake and variables for a pod vgpu-scheduler placed (GiB
+ * units): two containers, 3 and 2 GiB, both assigned GPU 1 and marked
+ * ALIYUN_COM_GPU_MEM_ASSIGNED "false" as the extender binds. Admitting the
+ * first gives it IDX 1 (its GPU), CONTAINER 3 (its own), POD 5 (the pod's)
+ * and DEV (GPU 1's units), and marks the pod "true" with a new ASSUME_TIME. */
+static void test_gpushare_pod_handshake(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  gpushare_gib_node(s, u0, u1);
+  char assigned[800], c[300], d[300];
+  snprintf(assigned, sizeof(assigned), "{\"version\":1,\"node\":\"node1\",\"containers\":[%s,%s]}",
+           share_entry(c, sizeof(c), "c", u1, 3ull << 30),
+           share_entry(d, sizeof(d), "d", u1, 2ull << 30));
+  json_object *pod = json_tokener_parse(
+      "{\"metadata\":{\"name\":\"share2\",\"namespace\":\"default\",\"annotations\":{"
+      "\"ALIYUN_COM_GPU_MEM_ASSIGNED\":\"false\",\"ALIYUN_COM_GPU_MEM_ASSUME_TIME\":\"1\"}},"
+      "\"spec\":{\"nodeName\":\"node1\",\"containers\":["
+      "{\"name\":\"c\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"3\"}}},"
+      "{\"name\":\"d\",\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"2\"}}}]}}");
+  json_object *ann = json_object_object_get(json_object_object_get(pod, "metadata"), "annotations");
+  json_object_object_add(ann, VG_ASSIGNED_ANNOTATION, json_object_new_string(assigned));
+  assert_true(api(s, "POST", "/_test/pods", json_object_to_json_string(pod), NULL, 0) < 300);
+  json_object_put(pod);
+
+  static char r[1 << 16];
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default share2 c aliyun.com/gpu-mem 3"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_string_equal(env_of(r, "ALIYUN_COM_GPU_MEM_IDX"), "1");
+  assert_string_equal(env_of(r, "ALIYUN_COM_GPU_MEM_CONTAINER"), "3");
+  assert_string_equal(env_of(r, "ALIYUN_COM_GPU_MEM_POD"), "5");
+  char dev[32];
+  snprintf(dev, sizeof(dev), "%s", env_of(r, "ALIYUN_COM_GPU_MEM_DEV"));
+  assert_true(atoi(dev) >= 5);
+
+  static char body[1 << 16];
+  assert_int_equal(
+      api(s, "GET", "/api/v1/namespaces/default/pods/share2", NULL, body, sizeof(body)), 200);
+  json_object *got = json_tokener_parse(body);
+  ann = json_object_object_get(json_object_object_get(got, "metadata"), "annotations");
+  assert_string_equal(json_object_get_string(json_object_object_get(ann, VG_ALIYUN_ASSIGNED)),
+                      "true");
+  const char *stamp = json_object_get_string(json_object_object_get(ann, VG_ALIYUN_ASSUME_TIME));
+  assert_true(strlen(stamp) >= 19); /* Unix nanoseconds, not the bind's "1" */
+  json_object_put(got);
+
+  /* The second container: the same pod total; the pod is no longer "false",
+   * so nothing is patched again. */
+  snprintf(r, sizeof(r), "%s", fake(s, "admit default share2 d aliyun.com/gpu-mem 2"));
+  assert_non_null(strstr(r, "\"ok\": true"));
+  assert_string_equal(env_of(r, "ALIYUN_COM_GPU_MEM_POD"), "5");
+  assert_string_equal(env_of(r, "ALIYUN_COM_GPU_MEM_CONTAINER"), "2");
 }
 
 /* The API server goes away: admission is still served (the plugin's own
@@ -557,6 +634,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_mismatch_fails_closed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_assignment, setup, teardown),
       cmocka_unit_test_setup_teardown(test_steer_gpushare, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gpushare_pod_handshake, setup, teardown),
       cmocka_unit_test_setup_teardown(test_api_down_still_serves, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unplaced_pod_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_foreign_assignment_refused, setup, teardown),

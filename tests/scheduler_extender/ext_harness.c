@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 
 #include "ext_harness.h"
+#include "fake_requests.h"
 #include "harness.h"
 #include "json_get.h"
 
@@ -131,21 +132,14 @@ void ext_admin(const char *path, const char *body) {
   if (res) ext_wait_watch_events(res, before);
 }
 
-long ext_api_gets(void) {
-  json_object *o = NULL;
+long ext_api_requests(const char *prefix) {
   struct vg_err err;
-  if (vg_k8s_call(ext_api, "GET", "/_test/requests", NULL, NULL, &o, &err) != 0)
-    fail_msg("%s", err.msg);
-  long n = 0;
-  json_object *counts = NULL;
-  if (json_object_object_get_ex(o, "counts", &counts)) {
-    json_object_object_foreach(counts, key, val) {
-      if (strncmp(key, "GET ", 4) == 0) n += json_object_get_int(val);
-    }
-  }
-  json_object_put(o);
+  long n = vg_fake_requests(ext_api, prefix, &err);
+  if (n < 0) fail_msg("%s", err.msg);
   return n;
 }
+
+long ext_api_gets(void) { return ext_api_requests("GET "); }
 
 static json_object *gpu_json(const char *node, int g, int mem_gib, const char *type,
                              const char *resources, bool unhealthy) {

@@ -53,6 +53,8 @@ void ext_wait_watching(void);
 /* GET requests (lists and single reads) the fake API server has served so
  * far (its /_test/requests): what a filter cost in API reads. */
 long ext_api_gets(void);
+/* Those whose "VERB /path" starts with prefix ("PATCH /api/v1/namespaces/default/pods/a"). */
+long ext_api_requests(const char *prefix);
 
 /* The contextReserve (bytes) the next Nodes' inventories carry; 0 by default. */
 extern long long ext_context_reserve;

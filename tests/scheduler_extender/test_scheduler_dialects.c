@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <cmocka.h>
@@ -170,6 +171,40 @@ static int setup(void **state) {
 
 /* ---- gpushare ---- */
 
+/* Pod annotation key as the API server has it, "" when absent (a static copy). */
+static const char *annotation(const char *pod, const char *key) {
+  static char value[256];
+  json_object *o = NULL, *ann, *v;
+  struct vg_err err;
+  if (vg_k8s_get_pod(ext_api, "default", pod, &o, &err) != 0) fail_msg("get %s: %s", pod, err.msg);
+  value[0] = 0;
+  if (json_object_object_get_ex(json_object_object_get(o, "metadata"), "annotations", &ann) &&
+      json_object_object_get_ex(ann, key, &v))
+    snprintf(value, sizeof(value), "%s", json_object_get_string(v));
+  json_object_put(o);
+  return value;
+}
+
+static long long now_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* Aliyun's five annotations, written in the Binding, with its meanings and
+ * units (extender_aliyun.c): IDX the chosen GPU's index, POD the pod's units,
+ * DEV the GPU's units, ASSIGNED "false" (the node agent says "true"),
+ * ASSUME_TIME the bind's time in Unix nanoseconds. */
+static void expect_aliyun(const char *pod, const char *idx, const char *total, const char *dev,
+                          long long before) {
+  assert_string_equal(annotation(pod, "ALIYUN_COM_GPU_MEM_IDX"), idx);
+  assert_string_equal(annotation(pod, "ALIYUN_COM_GPU_MEM_POD"), total);
+  assert_string_equal(annotation(pod, "ALIYUN_COM_GPU_MEM_DEV"), dev);
+  assert_string_equal(annotation(pod, "ALIYUN_COM_GPU_MEM_ASSIGNED"), "false");
+  long long at = atoll(annotation(pod, "ALIYUN_COM_GPU_MEM_ASSUME_TIME"));
+  assert_true(at >= before && at <= now_ns());
+}
+
 static void test_gpushare(void **s) {
   (void)s;
   json_object *res = filter("\"aliyun.com/gpu-mem\":\"20\"", NULL, "\"gs-a\",\"ts-a\"");
@@ -179,12 +214,15 @@ static void test_gpushare(void **s) {
                       "asks for aliyun.com/gpu-mem, which no GPU here advertises");
   json_object_put(res);
   /* GPU 0 has 6 GiB left: 8 GiB goes to GPU 1, 6 GiB fits GPU 0 (binpack). */
+  long long before = now_ns();
   expect_bound("gs-8", "\"aliyun.com/gpu-mem\":\"8\"", NULL, "gs-a");
   expect_assigned("gs-8",
                   "\"resource\":\"aliyun.com/gpu-mem\",\"gpus\":[{\"uuid\":\"GPU-gs-a-1\","
                   "\"index\":1,\"memory\":8589934592,\"cores\":0}");
+  expect_aliyun("gs-8", "1", "8", "16", before);
   expect_bound("gs-6", "\"aliyun.com/gpu-mem\":\"6\"", NULL, "gs-a");
   expect_assigned("gs-6", "\"uuid\":\"GPU-gs-a-0\"");
+  expect_aliyun("gs-6", "0", "6", "16", before);
   /* Now 0 and 8 units free: 9 does not fit anywhere. */
   res = filter("\"aliyun.com/gpu-mem\":\"9\"", NULL, "\"gs-a\"");
   assert_false(ext_has_name(res, "gs-a"));
@@ -193,6 +231,7 @@ static void test_gpushare(void **s) {
   /* MiB units: seed 002's 3803. */
   expect_bound("gs-mib-pod", "\"aliyun.com/gpu-mem\":\"3803\"", NULL, "gs-mib");
   expect_assigned("gs-mib-pod", "\"memory\":3987734528,");
+  expect_aliyun("gs-mib-pod", "0", "3803", "16384", before);
 }
 
 /* ---- quantities as the API server hands them back ---- */
@@ -330,6 +369,9 @@ static void test_vgpu_percentage_mix_exclusive(void **s) {
   expect_bound("pct", "\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"50\"", NULL,
                "a100-node");
   expect_assigned("pct", "\"memory\":8589934592,\"cores\":0");
+  /* Aliyun's annotations are for pods asking for aliyun.com/gpu-mem only. */
+  assert_string_equal(annotation("pct", "ALIYUN_COM_GPU_MEM_IDX"), "");
+  assert_string_equal(annotation("pct", "ALIYUN_COM_GPU_MEM_ASSIGNED"), "");
   /* mix: a 12 GiB vgpu slice leaves 4 GiB for gpushare. */
   json_object *res = filter("\"aliyun.com/gpu-mem\":\"5\"", NULL, "\"mix\"");
   assert_false(ext_has_name(res, "mix"));

@@ -64,9 +64,14 @@ static int refused_events(const char *part) {
 
 static void test_grow_within_room_is_recorded(void **s) {
   (void)s;
+  long user = ext_api_requests("PATCH /api/v1/namespaces/default/pods/a");
   ext_resize_ask("a", "grow-1", 5 * EXT_GIB, 50, true);
   struct vg_resize_status st = ext_resize_wait_status("a", "grow-1");
   assert_int_equal(st.phase, VG_RESIZE_ACCEPTED);
+  /* The user's request went to the Pod, vgpu-scheduler's record to pods/status:
+   * its role has no patch of Pods (docs/install.md, "Privileges"). */
+  assert_int_equal(ext_api_requests("PATCH /api/v1/namespaces/default/pods/a/status"), 1);
+  assert_int_equal(ext_api_requests("PATCH /api/v1/namespaces/default/pods/a") - user, 2);
   struct vg_assign_gpu g = gpu_of("a");
   assert_int_equal(g.memory, 5 * EXT_GIB);
   assert_int_equal(g.cores, 50);
