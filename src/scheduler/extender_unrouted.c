@@ -49,7 +49,8 @@ bool ext_unrouted_why(json_object *pod, char *why, size_t len) {
   if (ext_parse_pod(pod, &r, bad, sizeof(bad)) != 0 || r.n == 0 || ext_plain_gpus(&r)) return false;
   snprintf(why, len,
            "this pod asks for GPUs but names scheduler %s, not " SCHEDULER
-           ": vgpu-webhook did not route it (it was unreachable when the pod was created). "
+           ": vgpu-webhook did not route it (it was unreachable when the pod was created, or "
+           "the namespace is labelled vgpu.io/admission=ignore). "
            "vgpu's GPU nodes do not run unrouted pods; delete the pod and create it again "
            "(docs/admission.md, \"When vgpu-webhook is down\")",
            sched != NULL && *sched != '\0' ? sched : "default-scheduler");
