@@ -103,7 +103,7 @@ extern const struct vg_shm_spec vg_region_spec;
 
 /* A process has joined the region at least once (vg_region_join): libvgpu
  * loaded in the container. Never cleared; the node agent's audit reads it
- * (src/plugin/audit_rules.h). */
+ * (src/agent/audit_rules.h). */
 #define VG_REGION_JOINED 0x4u
 
 /* Opens the region at path (or VG_DEFAULT_REGION_PATH when NULL/empty). */

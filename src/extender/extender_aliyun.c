@@ -11,7 +11,7 @@
  *   ALIYUN_COM_GPU_MEM_POD          the pod's memory units, over its containers
  *   ALIYUN_COM_GPU_MEM_DEV          that GPU's memory units
  *   ALIYUN_COM_GPU_MEM_ASSIGNED     "false"; the node agent sets "true" when
- *                                   it allocates (src/plugin/gate.c)
+ *                                   it allocates (src/agent/gate.c)
  *   ALIYUN_COM_GPU_MEM_ASSUME_TIME  the bind's time, Unix nanoseconds
  *
  * Units are the node's memory unit for gpushare (MiB or GiB), as the pod's

@@ -127,7 +127,7 @@ static bool list_of(json_object *spec, const char *key, json_object **out,
  * containers only: the extender fits and accounts app containers' slices,
  * and the device plugin would place an init container's GPUs where nothing
  * accounted them. The extender refuses such pods at filter time
- * (src/scheduler/extender_request.c); refusing here says it at creation. */
+ * (src/extender/extender_request.c); refusing here says it at creation. */
 static bool refuse_init(json_object *init, const struct vg_wh_resources *res,
                         struct vg_wh_decision *d) {
   for (size_t i = 0; init != NULL && i < json_object_array_length(init); i++) {

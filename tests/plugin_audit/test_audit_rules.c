@@ -1,6 +1,6 @@
 /*
  * test_audit_rules.c -- when the node agent calls a GPU's memory
- * unaccounted and a container unenforced (src/plugin/audit_rules.h): the
+ * unaccounted and a container unenforced (src/agent/audit_rules.h): the
  * idle baseline, the regions' charges, the contexts' allowance, the
  * tolerance, GPUs held by a container without a region, NVML hiccups, and
  * the flagged/cleared transitions that the log and the detection counter

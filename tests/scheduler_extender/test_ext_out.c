@@ -1,6 +1,6 @@
 /*
  * test_ext_out.c -- the writer of filter's and prioritize's answers
- * (src/scheduler/extender_out.c): every string and integer it writes must
+ * (src/extender/extender_out.c): every string and integer it writes must
  * read back, through json-c, as exactly what went in.
  */
 #include <limits.h>

@@ -1,6 +1,6 @@
 /*
  * test_scheduler_resize.c -- vgpu-scheduler's half of a live resize
- * (src/scheduler/extender_resize.c) against the fake API server: the real
+ * (src/extender/extender_resize.c) against the fake API server: the real
  * binary, polling every 50 ms, answers requests the "node agent" (this test)
  * acknowledged, with placement's rules, and leaves the others alone.
  *

@@ -1,6 +1,6 @@
 /*
  * test_scheduler_unrouted.c -- the Warning Event NotRouted
- * (src/scheduler/extender_unrouted.c) against the fake API server: the real
+ * (src/extender/extender_unrouted.c) against the fake API server: the real
  * binary's pod watch tells a Pending GPU pod that names another scheduler
  * (created while vgpu-webhook was down) why it will never run, once; and
  * leaves alone the pods that opted out, ask for no GPU or only whole
