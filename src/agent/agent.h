@@ -11,8 +11,8 @@
  * degrades on its own: without the API server, the plugin still serves and
  * containers whose limits cannot be bound fail closed in libvgpu.
  */
-#ifndef VG_PLUGIN_AGENT_H
-#define VG_PLUGIN_AGENT_H
+#ifndef VG_AGENT_H
+#define VG_AGENT_H
 
 #include <stdint.h>
 

@@ -13,8 +13,8 @@
  * The results are exported by /metrics (docs/metrics.md). It is a
  * detection, not enforcement: nothing is stopped or killed.
  */
-#ifndef VG_PLUGIN_AUDIT_H
-#define VG_PLUGIN_AUDIT_H
+#ifndef VG_AGENT_AUDIT_H
+#define VG_AGENT_AUDIT_H
 
 #include <stdbool.h>
 #include <stddef.h>

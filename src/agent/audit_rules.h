@@ -26,8 +26,8 @@
  * container that runs no GPU work at all looks the same, which is why it is
  * reported only while its GPU is flagged.
  */
-#ifndef VG_PLUGIN_AUDIT_RULES_H
-#define VG_PLUGIN_AUDIT_RULES_H
+#ifndef VG_AGENT_AUDIT_RULES_H
+#define VG_AGENT_AUDIT_RULES_H
 
 #include <stdbool.h>
 #include <stdint.h>

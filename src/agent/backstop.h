@@ -21,8 +21,8 @@
  * API, so that PodDisruptionBudgets are honoured. It detects after the
  * fact; what libvgpu enforces is refused before it happens.
  */
-#ifndef VG_PLUGIN_BACKSTOP_H
-#define VG_PLUGIN_BACKSTOP_H
+#ifndef VG_AGENT_BACKSTOP_H
+#define VG_AGENT_BACKSTOP_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -16,8 +16,8 @@
  *
  * Used by the binder thread only: no lock.
  */
-#ifndef VG_PLUGIN_DISTRUST_H
-#define VG_PLUGIN_DISTRUST_H
+#ifndef VG_AGENT_DISTRUST_H
+#define VG_AGENT_DISTRUST_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,8 +8,8 @@
  * reads /proc/locks once a pass (the agent shares the host's PID namespace,
  * so it sees every process's locks) and asks about each region it opens.
  */
-#ifndef VG_PLUGIN_FLOCK_HOLDERS_H
-#define VG_PLUGIN_FLOCK_HOLDERS_H
+#ifndef VG_AGENT_FLOCK_HOLDERS_H
+#define VG_AGENT_FLOCK_HOLDERS_H
 
 #include <stdbool.h>
 #include <stddef.h>

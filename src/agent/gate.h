@@ -30,8 +30,8 @@
  * pod is refused like a pod the scheduler did not place, and so is every
  * pod while the key file cannot be read (fail closed).
  */
-#ifndef VG_PLUGIN_GATE_H
-#define VG_PLUGIN_GATE_H
+#ifndef VG_AGENT_GATE_H
+#define VG_AGENT_GATE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * sample period), for the node agent's metrics. The library is opened and
  * initialised once, on first use, and kept: a scrape must not pay nvmlInit.
  */
-#ifndef VG_PLUGIN_GPU_USAGE_H
-#define VG_PLUGIN_GPU_USAGE_H
+#ifndef VG_AGENT_GPU_USAGE_H
+#define VG_AGENT_GPU_USAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>

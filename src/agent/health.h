@@ -17,8 +17,8 @@
  * on the event set, then asks NVML for every GPU's UUID. Without the event
  * API (an old driver) only lost GPUs are detected. docs/inventory.md.
  */
-#ifndef VG_PLUGIN_HEALTH_H
-#define VG_PLUGIN_HEALTH_H
+#ifndef VG_AGENT_HEALTH_H
+#define VG_AGENT_HEALTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * epoll thread pool; a render takes no lock a scrape could hold for long,
  * so two threads keep a slow scraper from holding up the kubelet's probe.
  */
-#ifndef VG_PLUGIN_METRICS_HTTP_H
-#define VG_PLUGIN_METRICS_HTTP_H
+#ifndef VG_AGENT_METRICS_HTTP_H
+#define VG_AGENT_METRICS_HTTP_H
 
 #include "err.h"
 #include "metrics.h"

@@ -12,8 +12,8 @@
  * libvgpu, which is what the backstop looks for. No cgroup layout, runtime
  * or API server is involved.
  */
-#ifndef VG_PLUGIN_PROC_SLOT_H
-#define VG_PLUGIN_PROC_SLOT_H
+#ifndef VG_AGENT_PROC_SLOT_H
+#define VG_AGENT_PROC_SLOT_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -17,8 +17,8 @@
  * A SIGBUS anywhere else goes to the handler that was there before (the
  * sanitizer's, or the default: the process dies as it would have).
  */
-#ifndef VG_PLUGIN_REGION_GUARD_H
-#define VG_PLUGIN_REGION_GUARD_H
+#ifndef VG_AGENT_REGION_GUARD_H
+#define VG_AGENT_REGION_GUARD_H
 
 #include <stdbool.h>
 

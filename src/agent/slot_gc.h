@@ -26,8 +26,8 @@
  * (Allocates take it for reading), and re-checks the stamp: an Allocate
  * reusing the slot at that moment keeps it.
  */
-#ifndef VG_PLUGIN_SLOT_GC_H
-#define VG_PLUGIN_SLOT_GC_H
+#ifndef VG_AGENT_SLOT_GC_H
+#define VG_AGENT_SLOT_GC_H
 
 #include <pthread.h>
 #include <stdint.h>

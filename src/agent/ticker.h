@@ -3,8 +3,8 @@
  * until stopped: the node agent's periodic passes (slot_gc.h, audit.h).
  * Stopping wakes the thread out of its wait, so it never takes an interval.
  */
-#ifndef VG_PLUGIN_TICKER_H
-#define VG_PLUGIN_TICKER_H
+#ifndef VG_AGENT_TICKER_H
+#define VG_AGENT_TICKER_H
 
 #include "err.h"
 
