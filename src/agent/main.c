@@ -146,7 +146,99 @@ static void remove_pid_file(const char *state_dir) {
   unlink(path);
 }
 
-int main(int argc, char **argv) {
+/* What the command line asked for. */
+struct cmdline {
+  const char *config, *plugin_dir, *kubelet_socket, *metrics, *resource, *assignment_key;
+  long slots;
+  struct vg_plugin_opts opts;
+  struct vg_agent_opts agent_opts;
+};
+
+/* An option whose argument is taken as it is (a path, a name, an address)
+ * or that takes none. false when c is not one of them. */
+static bool take_plain_option(int c, struct cmdline *cl) {
+  switch (c) {
+    case 'c':
+      cl->config = optarg;
+      return true;
+    case 'n':
+      cl->agent_opts.node_name = optarg;
+      return true;
+    case 'k':
+      cl->agent_opts.kubeconfig = optarg;
+      return true;
+    case 'P':
+      cl->agent_opts.podresources_socket = optarg;
+      return true;
+    case 'p':
+      cl->plugin_dir = optarg;
+      return true;
+    case 's':
+      cl->kubelet_socket = optarg;
+      return true;
+    case 'm':
+      cl->metrics = optarg;
+      return true;
+    case 'd':
+      cl->opts.state_dir = optarg;
+      return true;
+    case 'l':
+      cl->opts.library = optarg;
+      return true;
+    case 'r':
+      cl->resource = optarg;
+      return true;
+    case 'D':
+      cl->opts.dev_root = optarg;
+      return true;
+    case 'K':
+      cl->assignment_key = optarg;
+      return true;
+    case 'g':
+      cl->opts.debug = true;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* An option whose argument is checked: 0, or -1 once the reason is on stderr. */
+static int take_checked_option(int c, struct cmdline *cl) {
+  struct vg_agent_opts *ao = &cl->agent_opts;
+  struct vg_err e;
+  switch (c) {
+    case 'S':
+      if ((cl->slots = whole(optarg, 1024)) < 1) {
+        fprintf(stderr, "vgpu-device-plugin: --slots: \"%s\" is not a number from 1 to 1024\n",
+                optarg);
+        return -1;
+      }
+      return 0;
+    case 'G':
+      return seconds(optarg, "--slot-grace", MAX_SLOT_GRACE_S, &ao->slot_grace_s);
+    case 'A':
+      return seconds(optarg, "--audit-interval", MAX_AUDIT_INTERVAL_S, &ao->audit_interval_s);
+    case 'T':
+      if (vg_parse_size(optarg, &ao->audit_tolerance, &e) != 0) {
+        fprintf(stderr, "vgpu-device-plugin: --unaccounted-tolerance: %s\n", e.msg);
+        return -1;
+      }
+      return 0;
+    case 'B':
+      if (vg_backstop_policy_parse(optarg, &ao->backstop_policy, &e) != 0) {
+        fprintf(stderr, "vgpu-device-plugin: --backstop-policy: %s\n", e.msg);
+        return -1;
+      }
+      return 0;
+    default:
+      usage(stderr);
+      return -1;
+  }
+}
+
+/* Fills cl from argv. -1 to go on, else the exit status (0 after --help and
+ * --version, 2 for a bad command line). */
+static int parse_args(int argc, char **argv, struct cmdline *cl) {
   static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
                                            {"node-name", required_argument, NULL, 'n'},
                                            {"kubeconfig", required_argument, NULL, 'k'},
@@ -168,153 +260,78 @@ int main(int argc, char **argv) {
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
-  const char *config = NULL, *plugin_dir = DEFAULT_PLUGIN_DIR, *kubelet_socket = NULL;
-  const char *metrics = NULL;
-  struct vg_agent_opts agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S,
-                                     .audit_interval_s = DEFAULT_AUDIT_INTERVAL_S,
-                                     .audit_tolerance = DEFAULT_AUDIT_TOLERANCE,
-                                     .audit_grace_s = AUDIT_GRACE_S};
-  const char *resource = NULL, *assignment_key = NULL;
-  long slots = 0;
-  struct vg_plugin_opts opts = {0};
   int c;
   while ((c = vg_getopt_long(argc, argv, "h", longopts, "vgpu-device-plugin")) != -1) {
-    switch (c) {
-      case 'c':
-        config = optarg;
-        break;
-      case 'n':
-        agent_opts.node_name = optarg;
-        break;
-      case 'k':
-        agent_opts.kubeconfig = optarg;
-        break;
-      case 'P':
-        agent_opts.podresources_socket = optarg;
-        break;
-      case 'p':
-        plugin_dir = optarg;
-        break;
-      case 's':
-        kubelet_socket = optarg;
-        break;
-      case 'm':
-        metrics = optarg;
-        break;
-      case 'd':
-        opts.state_dir = optarg;
-        break;
-      case 'l':
-        opts.library = optarg;
-        break;
-      case 'r':
-        resource = optarg;
-        break;
-      case 'D':
-        opts.dev_root = optarg;
-        break;
-      case 'g':
-        opts.debug = true;
-        break;
-      case 'S':
-        if ((slots = whole(optarg, 1024)) < 1) {
-          fprintf(stderr, "vgpu-device-plugin: --slots: \"%s\" is not a number from 1 to 1024\n",
-                  optarg);
-          return 2;
-        }
-        break;
-      case 'G':
-        if (seconds(optarg, "--slot-grace", MAX_SLOT_GRACE_S, &agent_opts.slot_grace_s) != 0)
-          return 2;
-        break;
-      case 'A':
-        if (seconds(optarg, "--audit-interval", MAX_AUDIT_INTERVAL_S,
-                    &agent_opts.audit_interval_s) != 0)
-          return 2;
-        break;
-      case 'T': {
-        struct vg_err e;
-        if (vg_parse_size(optarg, &agent_opts.audit_tolerance, &e) != 0) {
-          fprintf(stderr, "vgpu-device-plugin: --unaccounted-tolerance: %s\n", e.msg);
-          return 2;
-        }
-        break;
-      }
-      case 'B': {
-        struct vg_err e;
-        if (vg_backstop_policy_parse(optarg, &agent_opts.backstop_policy, &e) != 0) {
-          fprintf(stderr, "vgpu-device-plugin: --backstop-policy: %s\n", e.msg);
-          return 2;
-        }
-        break;
-      }
-      case 'K':
-        assignment_key = optarg;
-        break;
-      case 'h':
-        usage(stdout);
-        return 0;
-      case 'V':
-        printf("vgpu-device-plugin %s\n", VG_VERSION);
-        return 0;
-      default:
-        usage(stderr);
-        return 2;
+    if (c == 'h') {
+      usage(stdout);
+      return 0;
     }
+    if (c == 'V') {
+      printf("vgpu-device-plugin %s\n", VG_VERSION);
+      return 0;
+    }
+    if (!take_plain_option(c, cl) && take_checked_option(c, cl) != 0) return 2;
   }
   if (optind < argc) {
     fprintf(stderr, "vgpu-device-plugin: unexpected argument \"%s\"\n", argv[optind]);
     usage(stderr);
     return 2;
   }
-  static struct vg_plugin_config cfg;
+  return -1;
+}
+
+/* The configuration (--config, else the vgpu dialect's defaults) with
+ * --resource and --slots applied. 0, or -1 once the reason is on stderr. */
+static int load_config(const struct cmdline *cl, struct vg_plugin_config *cfg) {
   struct vg_err cerr;
-  int crc = config != NULL ? vg_plugin_config_load(config, &cfg, &cerr)
-                           : vg_plugin_config_parse_string(default_config, strlen(default_config),
-                                                           "<default configuration>", &cfg, &cerr);
+  int crc = cl->config != NULL
+                ? vg_plugin_config_load(cl->config, cfg, &cerr)
+                : vg_plugin_config_parse_string(default_config, strlen(default_config),
+                                                "<default configuration>", cfg, &cerr);
   if (crc != 0) {
     fprintf(stderr, "vgpu-device-plugin: %s\n", cerr.msg);
-    return 2;
+    return -1;
   }
-  if (resource != NULL || slots > 0) {
-    if (!cfg.vgpu.enabled) {
-      fprintf(stderr,
-              "vgpu-device-plugin: --resource and --slots change the vgpu dialect, which %s does "
-              "not enable\n",
-              config);
-      return 2;
-    }
-    if (resource != NULL)
-      snprintf(cfg.vgpu.resource_count, sizeof(cfg.vgpu.resource_count), "%s", resource);
-    if (slots > 0) cfg.vgpu.split_count = (unsigned)slots;
+  if (cl->resource == NULL && cl->slots <= 0) return 0;
+  if (!cfg->vgpu.enabled) {
+    fprintf(stderr,
+            "vgpu-device-plugin: --resource and --slots change the vgpu dialect, which %s does "
+            "not enable\n",
+            cl->config);
+    return -1;
   }
-  opts.cfg = &cfg;
-  /* Asked for and unusable is a start-up error: running without the check
-   * would admit forged assignments, running with it would refuse every pod. */
-  if (assignment_key != NULL) {
-    struct vg_err kerr;
-    agent_opts.assignment_key = vg_assign_key_open(assignment_key, &kerr);
-    if (agent_opts.assignment_key == NULL) {
-      fprintf(stderr, "vgpu-device-plugin: --assignment-key: %s\n", kerr.msg);
-      vg_plugin_config_free(&cfg);
-      return 2;
-    }
-  }
-  /* A daemon says what it does (info); --debug adds the debug lines, and
-   * VGPU_LOG_LEVEL still wins over both. */
-  vg_log_set_default(opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
-  /* NVIDIA settings accepted but ignored: said once, where operators look. */
-  if (cfg.warnings[0] != '\0') vg_warn("%s", cfg.warnings);
-  if (agent_opts.assignment_key != NULL)
-    vg_info("assignment key %s: only assignments vgpu-scheduler signed are admitted and granted",
-            assignment_key);
-  char default_socket[PATH_MAX];
-  if (kubelet_socket == NULL) {
-    snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", plugin_dir);
-    kubelet_socket = default_socket;
-  }
+  if (cl->resource != NULL)
+    snprintf(cfg->vgpu.resource_count, sizeof(cfg->vgpu.resource_count), "%s", cl->resource);
+  if (cl->slots > 0) cfg->vgpu.split_count = (unsigned)cl->slots;
+  return 0;
+}
 
-  /* Signals arrive on a signalfd; blocked before any thread exists. */
+/* Asked for and unusable is a start-up error: running without the check
+ * would admit forged assignments, running with it would refuse every pod.
+ * 0, or -1 once the reason is on stderr. */
+static int open_assignment_key(struct cmdline *cl) {
+  if (cl->assignment_key == NULL) return 0;
+  struct vg_err kerr;
+  cl->agent_opts.assignment_key = vg_assign_key_open(cl->assignment_key, &kerr);
+  if (cl->agent_opts.assignment_key != NULL) return 0;
+  fprintf(stderr, "vgpu-device-plugin: --assignment-key: %s\n", kerr.msg);
+  return -1;
+}
+
+/* A daemon says what it does (info); --debug adds the debug lines, and
+ * VGPU_LOG_LEVEL still wins over both. NVIDIA settings accepted but ignored
+ * are said once, where operators look. */
+static void log_start(const struct cmdline *cl, const struct vg_plugin_config *cfg) {
+  vg_log_set_default(cl->opts.debug ? VG_LOG_DEBUG : VG_LOG_INFO);
+  if (cfg->warnings[0] != '\0') vg_warn("%s", cfg->warnings);
+  if (cl->agent_opts.assignment_key != NULL)
+    vg_info("assignment key %s: only assignments vgpu-scheduler signed are admitted and granted",
+            cl->assignment_key);
+}
+
+/* Signals arrive on a signalfd; blocked before any thread exists. The
+ * signalfd, or -1 (said on stderr). */
+static int block_signals(void) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -323,13 +340,13 @@ int main(int argc, char **argv) {
   sigaddset(&set, SIGUSR1);
   sigprocmask(SIG_BLOCK, &set, NULL);
   int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-  if (sigfd < 0) {
-    perror("vgpu-device-plugin: signalfd");
-    vg_assign_key_free(agent_opts.assignment_key);
-    return 1;
-  }
+  if (sigfd < 0) perror("vgpu-device-plugin: signalfd");
+  return sigfd;
+}
 
-  static struct vg_gpu gpus[VG_MAX_GPUS];
+/* The node's GPUs, each logged; none when discovery fails (the plugin still
+ * serves, advertising no devices). */
+static unsigned discover_gpus(struct vg_gpu *gpus) {
   unsigned ngpus = 0;
   char err[512];
   if (vg_gpus_discover(gpus, &ngpus, err, sizeof(err)) != 0) {
@@ -339,35 +356,69 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < ngpus; i++)
     vg_info("GPU %u: %s %s, %llu MiB", gpus[i].index, gpus[i].uuid, gpus[i].name,
             (unsigned long long)(gpus[i].memory >> 20));
+  return ngpus;
+}
 
+/* The plugin and the agent around it, served and registered until SIGINT or
+ * SIGTERM arrives on sigfd. The exit status. */
+static int serve(struct cmdline *cl, const struct vg_plugin_config *cfg, int sigfd) {
+  static struct vg_gpu gpus[VG_MAX_GPUS];
+  unsigned ngpus = discover_gpus(gpus);
   static struct vg_plugin plugin;
-  vg_plugin_init(&plugin, &opts, gpus, ngpus);
+  vg_plugin_init(&plugin, &cl->opts, gpus, ngpus);
   for (size_t i = 0; i < plugin.nres; i++)
     vg_info("resource %s (%s dialect): socket %s", plugin.res[i].name,
             vg_dialect_name(plugin.res[i].dialect), plugin.res[i].endpoint);
-  agent_opts.state_dir = opts.state_dir;
-  agent_opts.metrics = metrics;
+  cl->agent_opts.state_dir = cl->opts.state_dir;
+  cl->agent_opts.metrics = cl->metrics;
   struct vg_err agent_err;
-  struct vg_agent *agent = vg_agent_start(&plugin, &cfg, gpus, ngpus, &agent_opts, &agent_err);
+  struct vg_agent *agent = vg_agent_start(&plugin, cfg, gpus, ngpus, &cl->agent_opts, &agent_err);
   if (agent == NULL) {
     fprintf(stderr, "vgpu-device-plugin: %s\n", agent_err.msg);
     vg_plugin_destroy(&plugin);
-    vg_plugin_config_free(&cfg);
-    vg_assign_key_free(agent_opts.assignment_key);
-    close(sigfd);
     return 2;
   }
   write_pid_file(plugin.state_dir);
-  struct vg_reg_opts ro = {.plugin_dir = plugin_dir,
-                           .kubelet_socket = kubelet_socket,
+  struct vg_reg_opts ro = {.plugin_dir = cl->plugin_dir,
+                           .kubelet_socket = cl->kubelet_socket,
                            .gpus_found = vg_agent_gpus_found_fn,
                            .gpus_found_arg = agent};
   int rc = vg_registration_run(&plugin, &ro, sigfd);
   remove_pid_file(plugin.state_dir);
   vg_agent_stop(agent);
   vg_plugin_destroy(&plugin);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  struct cmdline cl = {.plugin_dir = DEFAULT_PLUGIN_DIR,
+                       .agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S,
+                                      .audit_interval_s = DEFAULT_AUDIT_INTERVAL_S,
+                                      .audit_tolerance = DEFAULT_AUDIT_TOLERANCE,
+                                      .audit_grace_s = AUDIT_GRACE_S}};
+  int rc = parse_args(argc, argv, &cl);
+  if (rc >= 0) return rc;
+  static struct vg_plugin_config cfg;
+  if (load_config(&cl, &cfg) != 0) return 2;
+  cl.opts.cfg = &cfg;
+  if (open_assignment_key(&cl) != 0) {
+    vg_plugin_config_free(&cfg);
+    return 2;
+  }
+  log_start(&cl, &cfg);
+  char default_socket[PATH_MAX];
+  if (cl.kubelet_socket == NULL) {
+    snprintf(default_socket, sizeof(default_socket), "%s/kubelet.sock", cl.plugin_dir);
+    cl.kubelet_socket = default_socket;
+  }
+  int sigfd = block_signals();
+  if (sigfd < 0) {
+    vg_assign_key_free(cl.agent_opts.assignment_key);
+    return 1;
+  }
+  rc = serve(&cl, &cfg, sigfd);
   vg_plugin_config_free(&cfg);
-  vg_assign_key_free(agent_opts.assignment_key);
+  vg_assign_key_free(cl.agent_opts.assignment_key);
   close(sigfd);
   return rc;
 }
