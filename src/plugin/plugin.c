@@ -525,24 +525,17 @@ static void add_gpushare_env(const struct vg_plugin *p, struct vg_arena *a,
   add_env(a, r, "ALIYUN_COM_GPU_MEM_POD", v);
 }
 
-/* One container: everything from the device IDs alone (docs/allocation.md,
- * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
- * no lock is held, so that Allocates of different pods run side by side.
- * Two Allocates of the same IDs at once are safe too: mkdir tolerates EEXIST,
- * each writes ld.so.preload through a temporary file of its own, a mount
- * point the other made first is checked again (slot_dir.c), and each
- * makes its region file under a name of its own and renames it in place. */
-static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
-                                     unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
-                                     const struct vg_admit_pod *pod, struct vg_arena *a,
-                                     V1beta1__ContainerAllocateResponse **out, char *detail,
-                                     size_t len) {
-  struct vg_plugin *p = res->plugin;
+/* How many of the container's IDs fall on each GPU (per_gpu[g]), and which
+ * GPUs these are (used[0..*nused), in the node's order). An unknown ID, or
+ * none at all, is refused. */
+static grpc_status_code ids_per_gpu(const struct vg_resource *res, const struct vg_gpu *gpus,
+                                    unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
+                                    uint64_t *per_gpu, unsigned *used, unsigned *nused,
+                                    char *detail, size_t len) {
   if (c->n_devices_ids == 0) {
     snprintf(detail, len, "Allocate: a container request without device IDs");
     return GRPC_STATUS_INVALID_ARGUMENT;
   }
-  uint64_t per_gpu[VG_MAX_GPUS] = {0};
   for (size_t i = 0; i < c->n_devices_ids; i++) {
     int g = gpu_of(res, gpus, ngpus, c->devices_ids[i]);
     if (g < 0) {
@@ -552,13 +545,22 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
     }
     per_gpu[g]++;
   }
-  unsigned used[VG_MAX_GPUS] = {0}, nused = 0;
+  *nused = 0;
   for (unsigned g = 0; g < ngpus; g++)
-    if (per_gpu[g] > 0) used[nused++] = g;
+    if (per_gpu[g] > 0) used[(*nused)++] = g;
+  return GRPC_STATUS_OK;
+}
 
-  /* What the IDs decide, per GPU; requests larger than allowed are refused. */
+/* What the IDs decide, per GPU (lim[i] for GPU used[i]); requests larger
+ * than the dialect allows, or spread over GPUs where it wants one, are
+ * refused. */
+static grpc_status_code ids_limits(const struct vg_resource *res, const struct vg_gpu *gpus,
+                                   const V1beta1__ContainerAllocateRequest *c,
+                                   const uint64_t *per_gpu, const unsigned *used, unsigned nused,
+                                   struct vg_container_limits *lim, char *detail, size_t len) {
+  const struct vg_plugin *p = res->plugin;
   struct vg_err e;
-  struct vg_container_limits total, lim[VG_MAX_GPUS];
+  struct vg_container_limits total;
   if (res->dialect == VG_DIALECT_VGPU || res->dialect == VG_DIALECT_TIMESLICING) {
     if (vg_dialect_container_limits(&p->cfg, res->name, c->n_devices_ids, gpus[used[0]].memory,
                                     &total, &e) != 0) {
@@ -587,14 +589,17 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
              res->name, c->n_devices_ids, nused, vg_dialect_name(res->dialect));
     return GRPC_STATUS_INVALID_ARGUMENT;
   }
-  bool unlimited = lim[0].unlimited, pending = lim[0].pending;
+  return GRPC_STATUS_OK;
+}
 
-  char visible[VG_MAX_GPUS * 100] = "";
-  size_t off = 0;
-  for (unsigned i = 0; i < nused; i++)
-    off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s", i > 0 ? "," : "",
-                            gpus[used[i]].uuid);
-
+/* What every container of the resource gets, isolated or not: its GPUs
+ * (NVIDIA_VISIBLE_DEVICES, the UUIDs in visible) and the device nodes. Room
+ * is made for the slot's variables and mounts added later. */
+static V1beta1__ContainerAllocateResponse *device_response(const struct vg_plugin *p,
+                                                           struct vg_arena *a,
+                                                           const struct vg_gpu *gpus,
+                                                           const unsigned *used, unsigned nused,
+                                                           const char *visible) {
   V1beta1__ContainerAllocateResponse *r = vg_arena_alloc(a, sizeof(*r));
   v1beta1__container_allocate_response__init(r);
   r->envs = vg_arena_alloc(a, (nused + 7) * sizeof(*r->envs));
@@ -613,37 +618,54 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
     snprintf(node, sizeof(node), "/dev/nvidia%d", gpus[used[i]].minor);
     add_device(p, a, r, node);
   }
-  if (unlimited) { /* timeSlicing without isolation, as NVIDIA: access only */
-    *out = r;
-    return GRPC_STATUS_OK;
-  }
+  return r;
+}
 
-  char rel[64], slot_dir[VG_CONFIG_PATH_MAX + 80], err[VG_CONFIG_PATH_MAX * 3 + 600];
-  vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
-  snprintf(slot_dir, sizeof(slot_dir), "%s/%s", p->state_dir, rel);
+/* The host paths a container's slot is made of. */
+struct slot_paths {
+  char dir[VG_CONFIG_PATH_MAX + 80];
   char preload[VG_CONFIG_PATH_MAX + 32];
   char grant[VG_CONFIG_PATH_MAX + 100], region[VG_CONFIG_PATH_MAX + 100];
-  snprintf(grant, sizeof(grant), "%s/" VG_SLOT_GRANT, slot_dir);
-  snprintf(region, sizeof(region), "%s/" VG_REGION_FILE, slot_dir);
   char cli[VG_CONFIG_PATH_MAX + 8];
-  bool has_cli = cli_path(p, cli, sizeof(cli));
-  /* The stamp (the directory's mtime, also when the slot is reused) tells
-   * the slot collector that the slot was just handed out: the kubelet lists
-   * the container's IDs only once this call has returned. */
+  bool has_cli;
+};
+
+/* The slot of the container's IDs under the state directory; preload is
+ * filled when the slot is prepared. */
+static void slot_paths_of(const struct vg_plugin *p, const V1beta1__ContainerAllocateRequest *c,
+                          struct slot_paths *sp) {
+  char rel[64];
+  vg_plugin_slot_path((const char *const *)c->devices_ids, c->n_devices_ids, rel, sizeof(rel));
+  snprintf(sp->dir, sizeof(sp->dir), "%s/%s", p->state_dir, rel);
+  snprintf(sp->grant, sizeof(sp->grant), "%s/" VG_SLOT_GRANT, sp->dir);
+  snprintf(sp->region, sizeof(sp->region), "%s/" VG_REGION_FILE, sp->dir);
+  sp->has_cli = cli_path(p, sp->cli, sizeof(sp->cli));
+}
+
+/* The slot on the host: directory, ld.so.preload, mount points, grant and
+ * region file. The stamp (the directory's mtime, also when the slot is
+ * reused) tells the slot collector that the slot was just handed out: the
+ * kubelet lists the container's IDs only once this call has returned.
+ * 0, or -1 with the reason in err. */
+static int prepare_slot(struct vg_plugin *p, const struct vg_gpu *gpus, const unsigned *used,
+                        unsigned nused, const struct vg_container_limits *lim, bool pending,
+                        struct slot_paths *sp, char *err, size_t len) {
   pthread_rwlock_rdlock(&p->slots_lock);
-  int rc = mkdir_p(slot_dir, err, sizeof(err));
-  if (rc == 0) rc = ensure_preload(p, preload, sizeof(preload), err, sizeof(err));
-  if (rc == 0) rc = vg_slot_dir_prepare(slot_dir, has_cli, err, sizeof(err));
-  if (rc == 0) rc = prepare_grant(gpus, grant, used, nused, lim, pending, err, sizeof(err));
-  if (rc == 0) rc = prepare_region(gpus, slot_dir, used, nused, lim, pending, err, sizeof(err));
-  if (rc == 0 && (rc = utimensat(AT_FDCWD, slot_dir, NULL, 0)) != 0)
-    snprintf(err, sizeof(err), "cannot stamp %s: %s", slot_dir, strerror(errno));
+  int rc = mkdir_p(sp->dir, err, len);
+  if (rc == 0) rc = ensure_preload(p, sp->preload, sizeof(sp->preload), err, len);
+  if (rc == 0) rc = vg_slot_dir_prepare(sp->dir, sp->has_cli, err, len);
+  if (rc == 0) rc = prepare_grant(gpus, sp->grant, used, nused, lim, pending, err, len);
+  if (rc == 0) rc = prepare_region(gpus, sp->dir, used, nused, lim, pending, err, len);
+  if (rc == 0 && (rc = utimensat(AT_FDCWD, sp->dir, NULL, 0)) != 0)
+    snprintf(err, len, "cannot stamp %s: %s", sp->dir, strerror(errno));
   pthread_rwlock_unlock(&p->slots_lock);
-  if (rc != 0) {
-    snprintf(detail, len, "Allocate: %s", err);
-    return GRPC_STATUS_INTERNAL;
-  }
-  add_env(a, r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", VG_CONTAINER_DIR "/region.cache");
+  return rc;
+}
+
+/* CUDA_DEVICE_MEMORY_LIMIT_<i> for every GPU the IDs give a memory limit,
+ * in MiB when whole. */
+static void add_limit_env(struct vg_arena *a, V1beta1__ContainerAllocateResponse *r,
+                          const struct vg_container_limits *lim, unsigned nused) {
   for (unsigned i = 0; i < nused; i++) {
     if (lim[i].memory == 0) continue;
     char k[64], v[32];
@@ -654,22 +676,70 @@ static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gp
       snprintf(v, sizeof(v), "%llu", (unsigned long long)lim[i].memory);
     add_env(a, r, k, v);
   }
+}
+
+/* The slot read-only: the container can create, remove or rename nothing
+ * there (no junk for the next tenant of these IDs, no new files filling the
+ * node's disk), and the mounts below, mount points made in the slot, can be
+ * neither replaced nor removed (EBUSY). Parents before children: the
+ * runtimes mount in order of depth (containerd and CRI-O sort by it), and
+ * the kubelet keeps this order besides. */
+static void add_slot_mounts(const struct vg_plugin *p, struct vg_arena *a,
+                            V1beta1__ContainerAllocateResponse *r, const struct slot_paths *sp) {
+  add_mount(a, r, sp->dir, VG_CONTAINER_DIR, true);
+  /* The region file alone writable: every process charges memory there. */
+  add_mount(a, r, sp->region, VG_CONTAINER_DIR "/" VG_REGION_FILE, false);
+  add_mount(a, r, sp->grant, VG_GRANT_DIR, true);
+  add_mount(a, r, p->library, VG_CONTAINER_DIR "/" VG_SLOT_LIBRARY, true);
+  add_mount(a, r, sp->preload, "/etc/ld.so.preload", true);
+  if (sp->has_cli) add_mount(a, r, sp->cli, VG_CONTAINER_DIR "/" VG_SLOT_CLI, true);
+}
+
+/* One container: everything from the device IDs alone (docs/allocation.md,
+ * docs/device-plugin.md). gpus[0..ngpus) is the caller's copy of the GPU list:
+ * no lock is held, so that Allocates of different pods run side by side.
+ * Two Allocates of the same IDs at once are safe too: mkdir tolerates EEXIST,
+ * each writes ld.so.preload through a temporary file of its own, a mount
+ * point the other made first is checked again (slot_dir.c), and each
+ * makes its region file under a name of its own and renames it in place. */
+static grpc_status_code allocate_one(struct vg_resource *res, const struct vg_gpu *gpus,
+                                     unsigned ngpus, const V1beta1__ContainerAllocateRequest *c,
+                                     const struct vg_admit_pod *pod, struct vg_arena *a,
+                                     V1beta1__ContainerAllocateResponse **out, char *detail,
+                                     size_t len) {
+  struct vg_plugin *p = res->plugin;
+  uint64_t per_gpu[VG_MAX_GPUS] = {0};
+  unsigned used[VG_MAX_GPUS] = {0}, nused = 0;
+  struct vg_container_limits lim[VG_MAX_GPUS];
+  grpc_status_code st = ids_per_gpu(res, gpus, ngpus, c, per_gpu, used, &nused, detail, len);
+  if (st == GRPC_STATUS_OK) st = ids_limits(res, gpus, c, per_gpu, used, nused, lim, detail, len);
+  if (st != GRPC_STATUS_OK) return st;
+  bool pending = lim[0].pending;
+
+  char visible[VG_MAX_GPUS * 100] = "";
+  size_t off = 0;
+  for (unsigned i = 0; i < nused; i++)
+    off += (size_t)snprintf(visible + off, sizeof(visible) - off, "%s%s", i > 0 ? "," : "",
+                            gpus[used[i]].uuid);
+  V1beta1__ContainerAllocateResponse *r = device_response(p, a, gpus, used, nused, visible);
+  if (lim[0].unlimited) { /* timeSlicing without isolation, as NVIDIA: access only */
+    *out = r;
+    return GRPC_STATUS_OK;
+  }
+
+  struct slot_paths sp;
+  slot_paths_of(p, c, &sp);
+  char err[VG_CONFIG_PATH_MAX * 3 + 600];
+  if (prepare_slot(p, gpus, used, nused, lim, pending, &sp, err, sizeof(err)) != 0) {
+    snprintf(detail, len, "Allocate: %s", err);
+    return GRPC_STATUS_INTERNAL;
+  }
+  add_env(a, r, "CUDA_DEVICE_MEMORY_SHARED_CACHE", VG_CONTAINER_DIR "/region.cache");
+  add_limit_env(a, r, lim, nused);
   if (res->dialect == VG_DIALECT_GPUSHARE)
     add_gpushare_env(p, a, r, &gpus[used[0]], c->n_devices_ids, pod);
-  /* The slot read-only: the container can create, remove or rename
-   * nothing there (no junk for the next tenant of these IDs, no new files
-   * filling the node's disk), and the mounts below, mount points made in
-   * the slot above, can be neither replaced nor removed (EBUSY). Parents
-   * before children: the runtimes mount in order of depth (containerd and
-   * CRI-O sort by it), and the kubelet keeps this order besides. */
-  add_mount(a, r, slot_dir, VG_CONTAINER_DIR, true);
-  /* The region file alone writable: every process charges memory there. */
-  add_mount(a, r, region, VG_CONTAINER_DIR "/" VG_REGION_FILE, false);
-  add_mount(a, r, grant, VG_GRANT_DIR, true);
-  add_mount(a, r, p->library, VG_CONTAINER_DIR "/" VG_SLOT_LIBRARY, true);
-  add_mount(a, r, preload, "/etc/ld.so.preload", true);
-  if (has_cli) add_mount(a, r, cli, VG_CONTAINER_DIR "/" VG_SLOT_CLI, true);
-  pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, slot_dir, pending ? " (pending)" : "");
+  add_slot_mounts(p, a, r, &sp);
+  pdebug(p, "Allocate %s: %s -> %s%s", res->name, visible, sp.dir, pending ? " (pending)" : "");
   *out = r;
   return GRPC_STATUS_OK;
 }
