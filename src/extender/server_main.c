@@ -74,7 +74,107 @@ static void usage(FILE *f) {
           "  --version           print the version and exit\n");
 }
 
-int main(int argc, char **argv) {
+/* What the command line asked for. */
+struct cmdline {
+  const char *listen, *kubeconfig, *policy, *key_file, *foreign;
+  long ttl, resize_ms;
+  bool watch;
+  double half_life, prior;
+  struct vg_ext_server_limits limits;
+};
+
+/* arg as a whole number from lo to hi into *out; false when it is not one. */
+static bool whole(const char *arg, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  *out = strtol(arg, &end, 10);
+  return *arg != '\0' && *end == '\0' && errno == 0 && *out >= lo && *out <= hi;
+}
+
+/* --max-body-mib or --idle-timeout-s: bounded so that N MiB fits size_t and
+ * N seconds libmicrohttpd's unsigned. 0, or -1 once said on stderr. */
+static int take_server_limit(int c, struct cmdline *cl) {
+  long v, most = c == 'b' ? 1024 : 86400;
+  if (!whole(optarg, 1, most, &v)) {
+    fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number from 1 to %ld\n",
+            c == 'b' ? "max-body-mib" : "idle-timeout-s", optarg, most);
+    return -1;
+  }
+  if (c == 'b')
+    cl->limits.max_body = (size_t)v << 20;
+  else
+    cl->limits.idle_timeout_s = (unsigned)v;
+  return 0;
+}
+
+/* --workload-half-life (at least 1) or --workload-prior (at least 0), in
+ * pods. 0, or -1 once said on stderr. */
+static int take_workload_option(int c, struct cmdline *cl) {
+  char *end;
+  errno = 0;
+  double v = strtod(optarg, &end);
+  if (*optarg == '\0' || *end != '\0' || errno != 0 || !(v >= (c == 'H') && v <= 1e9)) {
+    fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number of pods from %d to 1e9\n",
+            c == 'H' ? "workload-half-life" : "workload-prior", optarg, c == 'H');
+    return -1;
+  }
+  *(c == 'H' ? &cl->half_life : &cl->prior) = v;
+  return 0;
+}
+
+/* One option other than --help and --version: 0, or -1 once said on stderr. */
+static int take_option(int c, struct cmdline *cl) {
+  switch (c) {
+    case 'l':
+      cl->listen = optarg;
+      return 0;
+    case 'k':
+      cl->kubeconfig = optarg;
+      return 0;
+    case 'p':
+      cl->policy = optarg;
+      return 0;
+    case 'W':
+      cl->watch = false;
+      return 0;
+    case 'K':
+      cl->key_file = optarg;
+      return 0;
+    case 't':
+      if (whole(optarg, 0, 86400000, &cl->ttl)) return 0;
+      fprintf(stderr,
+              "vgpu-scheduler: --cache-ttl-ms \"%s\": not milliseconds from 0 to 86400000\n",
+              optarg);
+      return -1;
+    case 'r':
+      if (whole(optarg, 0, 3600000, &cl->resize_ms)) return 0;
+      fprintf(stderr,
+              "vgpu-scheduler: --resize-poll-ms \"%s\": not milliseconds from 0 to 3600000\n",
+              optarg);
+      return -1;
+    case 'b':
+    case 'i':
+      return take_server_limit(c, cl);
+    case 'H':
+    case 'P':
+      return take_workload_option(c, cl);
+    case 'F':
+      if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
+        fprintf(stderr, "vgpu-scheduler: --foreign-gpu-nodes \"%s\": not allow or deny\n", optarg);
+        return -1;
+      }
+      cl->foreign = optarg;
+      return 0;
+    default:
+      usage(stderr);
+      return -1;
+  }
+}
+
+/* Fills cl from argv and checks --listen before anything else starts. -1 to
+ * go on, else the exit status (0 after --help and --version, 2 for a bad
+ * command line). */
+static int parse_args(int argc, char **argv, struct cmdline *cl) {
   static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
                                        {"kubeconfig", required_argument, NULL, 'k'},
                                        {"policy", required_argument, NULL, 'p'},
@@ -90,118 +190,101 @@ int main(int argc, char **argv) {
                                        {"assignment-key", required_argument, NULL, 'K'},
                                        {"foreign-gpu-nodes", required_argument, NULL, 'F'},
                                        {NULL, 0, NULL, 0}};
-  const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu", *key_file = NULL;
-  const char *foreign = "allow";
-  long ttl = 1000, resize_ms = 1000;
-  bool watch = true;
-  double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
-  struct vg_ext_server_limits limits = {0};
   int c;
-  vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   while ((c = vg_getopt_long(argc, argv, "h", opts, "vgpu-scheduler")) != -1) {
-    switch (c) {
-      case 'l':
-        listen = optarg;
-        break;
-      case 'k':
-        kubeconfig = optarg;
-        break;
-      case 'p':
-        policy = optarg;
-        break;
-      case 't': {
-        char *end;
-        errno = 0;
-        ttl = strtol(optarg, &end, 10);
-        if (*optarg == '\0' || *end != '\0' || errno != 0 || ttl < 0 || ttl > 86400000) {
-          fprintf(stderr,
-                  "vgpu-scheduler: --cache-ttl-ms \"%s\": not milliseconds from 0 to "
-                  "86400000\n",
-                  optarg);
-          return 2;
-        }
-        break;
-      }
-      case 'r': {
-        char *end;
-        errno = 0;
-        resize_ms = strtol(optarg, &end, 10);
-        if (*optarg == '\0' || *end != '\0' || errno != 0 || resize_ms < 0 || resize_ms > 3600000) {
-          fprintf(stderr,
-                  "vgpu-scheduler: --resize-poll-ms \"%s\": not milliseconds from 0 to 3600000\n",
-                  optarg);
-          return 2;
-        }
-        break;
-      }
-      case 'b':
-      case 'i': {
-        /* Bounded so that N MiB fits size_t and N seconds libmicrohttpd's unsigned. */
-        char *end;
-        errno = 0;
-        long v = strtol(optarg, &end, 10);
-        long most = c == 'b' ? 1024 : 86400;
-        if (*optarg == '\0' || *end != '\0' || errno != 0 || v < 1 || v > most) {
-          fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number from 1 to %ld\n",
-                  c == 'b' ? "max-body-mib" : "idle-timeout-s", optarg, most);
-          return 2;
-        }
-        if (c == 'b')
-          limits.max_body = (size_t)v << 20;
-        else
-          limits.idle_timeout_s = (unsigned)v;
-        break;
-      }
-      case 'H':
-      case 'P': {
-        char *end;
-        errno = 0;
-        double v = strtod(optarg, &end);
-        if (*optarg == '\0' || *end != '\0' || errno != 0 || !(v >= (c == 'H') && v <= 1e9)) {
-          fprintf(stderr, "vgpu-scheduler: --%s \"%s\": not a number of pods from %d to 1e9\n",
-                  c == 'H' ? "workload-half-life" : "workload-prior", optarg, c == 'H');
-          return 2;
-        }
-        *(c == 'H' ? &half_life : &prior) = v;
-        break;
-      }
-      case 'W':
-        watch = false;
-        break;
-      case 'K':
-        key_file = optarg;
-        break;
-      case 'F':
-        if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0) {
-          fprintf(stderr, "vgpu-scheduler: --foreign-gpu-nodes \"%s\": not allow or deny\n",
-                  optarg);
-          return 2;
-        }
-        foreign = optarg;
-        break;
-      case 'h':
-        usage(stdout);
-        return 0;
-      case 'V':
-        printf("vgpu-scheduler %s\n", VG_VERSION);
-        return 0;
-      default:
-        usage(stderr);
-        return 2;
+    if (c == 'h') {
+      usage(stdout);
+      return 0;
     }
+    if (c == 'V') {
+      printf("vgpu-scheduler %s\n", VG_VERSION);
+      return 0;
+    }
+    if (take_option(c, cl) != 0) return 2;
   }
   struct sockaddr_in sa;
   struct vg_err lerr = {{0}};
-  if (!listen || optind != argc) {
+  if (!cl->listen || optind != argc) {
     fprintf(stderr, "vgpu-scheduler: --listen ADDR:PORT is required (e.g. 127.0.0.1:8888)\n");
     usage(stderr);
     return 2;
   }
-  if (!vg_httpd_parse_listen("--listen", listen, &sa, &lerr)) { /* before anything else starts */
+  if (!vg_httpd_parse_listen("--listen", cl->listen, &sa, &lerr)) {
     fprintf(stderr, "vgpu-scheduler: %s\n", lerr.msg);
     usage(stderr);
     return 2;
   }
+  return -1;
+}
+
+/* The API client, with timeouts within the extender's 5 s default; NULL
+ * with the reason in err. */
+static struct vg_k8s_client *new_client(const char *kubeconfig, struct vg_err *err) {
+  struct vg_k8s_config cfg = {0};
+  if (vg_k8s_config_load(&cfg, kubeconfig, err) != 0) return NULL;
+  struct vg_k8s_client *client = vg_k8s_client_new(&cfg, err);
+  vg_k8s_config_free(&cfg);
+  if (client) vg_k8s_client_set_timeouts(client, 4000, 2000);
+  return client;
+}
+
+/* The extender as the command line configures it; NULL with the reason in err. */
+static struct vg_ext *new_extender(const struct cmdline *cl, struct vg_k8s_client *client,
+                                   struct vg_assign_key *key, struct vg_err *err) {
+  struct vg_ext *x = vg_ext_new(client, cl->policy, cl->ttl, err);
+  if (!x) return NULL;
+  vg_ext_set_assignment_key(x, key);
+  vg_ext_set_foreign_gpu_nodes(x, strcmp(cl->foreign, "allow") == 0);
+  if (vg_ext_set_workload_window(x, cl->half_life, cl->prior, err) == 0) return x;
+  vg_ext_free(x);
+  return NULL;
+}
+
+/* The watches and the resize loop: each degrades on its own, said once. */
+static void start_loops(struct vg_ext *x, const struct cmdline *cl) {
+  struct vg_err err = {{0}};
+  if (cl->watch && vg_ext_watch_start(x, &err) != 0)
+    vg_warn("vgpu-scheduler: %s; node views live --cache-ttl-ms", err.msg);
+  if (vg_ext_resize_start(x, cl->resize_ms, &err) != 0)
+    vg_warn("vgpu-scheduler: %s; live resizes are not served", err.msg);
+}
+
+/* Serves until SIGINT or SIGTERM (blocked in set). The exit status. */
+static int serve(const struct cmdline *cl, struct vg_k8s_client *client, struct vg_assign_key *key,
+                 sigset_t *set) {
+  struct vg_err err = {{0}};
+  struct vg_ext *x = new_extender(cl, client, key, &err);
+  struct vg_ext_server *srv = x ? vg_ext_server_start(x, cl->listen, &cl->limits, &err) : NULL;
+  if (!srv) {
+    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
+    vg_ext_free(x);
+    return 1;
+  }
+  start_loops(x, cl);
+  if (key) vg_info("vgpu-scheduler: signing assignments with the key in %s", cl->key_file);
+  printf("PORT %d\n", vg_ext_server_port(srv));
+  fflush(stdout);
+  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s, foreign GPU nodes: %s",
+          (int)(strrchr(cl->listen, ':') - cl->listen), cl->listen, vg_ext_server_port(srv),
+          cl->policy, cl->foreign);
+  int sig = 0;
+  sigwait(set, &sig);
+  vg_ext_server_stop(srv);
+  vg_ext_free(x);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct cmdline cl = {.policy = "vgpu",
+                       .foreign = "allow",
+                       .ttl = 1000,
+                       .resize_ms = 1000,
+                       .watch = true,
+                       .half_life = VG_EXT_WORKLOAD_HALF_LIFE,
+                       .prior = VG_EXT_WORKLOAD_PRIOR};
+  vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
+  int rc = parse_args(argc, argv, &cl);
+  if (rc >= 0) return rc;
 
   sigset_t set;
   sigemptyset(&set);
@@ -210,61 +293,26 @@ int main(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  if (!vg_policy_find(policy)) {
-    fprintf(stderr, "vgpu-scheduler: unknown policy '%s'\n", policy);
+  if (!vg_policy_find(cl.policy)) {
+    fprintf(stderr, "vgpu-scheduler: unknown policy '%s'\n", cl.policy);
     usage(stderr);
     return 2;
   }
   struct vg_err err = {{0}};
   /* Asked for and unusable is a start-up error: binds would all fail. */
-  struct vg_assign_key *key = key_file ? vg_assign_key_open(key_file, &err) : NULL;
-  if (key_file && !key) {
+  struct vg_assign_key *key = cl.key_file ? vg_assign_key_open(cl.key_file, &err) : NULL;
+  if (cl.key_file && !key) {
     fprintf(stderr, "vgpu-scheduler: --assignment-key: %s\n", err.msg);
     return 2;
   }
-  struct vg_k8s_config cfg = {0};
-  if (vg_k8s_config_load(&cfg, kubeconfig, &err) != 0) {
-    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
-    vg_assign_key_free(key);
-    return 1;
-  }
-  struct vg_k8s_client *client = vg_k8s_client_new(&cfg, &err);
-  vg_k8s_config_free(&cfg);
+  struct vg_k8s_client *client = new_client(cl.kubeconfig, &err);
   if (!client) {
     fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
     vg_assign_key_free(key);
     return 1;
   }
-  vg_k8s_client_set_timeouts(client, 4000, 2000); /* within the extender's 5 s default */
-  struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
-  if (x) vg_ext_set_assignment_key(x, key);
-  if (x) vg_ext_set_foreign_gpu_nodes(x, strcmp(foreign, "allow") == 0);
-  if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
-    vg_ext_free(x);
-    x = NULL;
-  }
-  struct vg_ext_server *srv = x ? vg_ext_server_start(x, listen, &limits, &err) : NULL;
-  if (!srv) {
-    fprintf(stderr, "vgpu-scheduler: %s\n", err.msg);
-    vg_ext_free(x);
-    vg_k8s_client_free(client);
-    vg_assign_key_free(key);
-    return 1;
-  }
-  if (watch && vg_ext_watch_start(x, &err) != 0)
-    vg_warn("vgpu-scheduler: %s; node views live --cache-ttl-ms", err.msg);
-  if (vg_ext_resize_start(x, resize_ms, &err) != 0)
-    vg_warn("vgpu-scheduler: %s; live resizes are not served", err.msg);
-  if (key) vg_info("vgpu-scheduler: signing assignments with the key in %s", key_file);
-  printf("PORT %d\n", vg_ext_server_port(srv));
-  fflush(stdout);
-  vg_info("vgpu-scheduler: listening on %.*s:%d, policy %s, foreign GPU nodes: %s",
-          (int)(strrchr(listen, ':') - listen), listen, vg_ext_server_port(srv), policy, foreign);
-  int sig = 0;
-  sigwait(&set, &sig);
-  vg_ext_server_stop(srv);
-  vg_ext_free(x);
+  rc = serve(&cl, client, key, &set);
   vg_k8s_client_free(client);
   vg_assign_key_free(key);
-  return 0;
+  return rc;
 }
