@@ -15,8 +15,8 @@
 # fix the bug, then add the input to tests/fuzz/corpus/<name>/ so the replay keeps it fixed. New
 # inputs the fuzzer finds collect in build-fuzz/corpus/<name>/ (the seeds in tests/fuzz/corpus/
 # are read, never written). The last line sums up, e.g.
-#   fuzz: 10/10 targets clean, 10 s each
-#   fuzz: 9/10 targets clean, 10 s each; FAILED: webhook (build)
+#   fuzz: 11/11 targets clean, 10 s each
+#   fuzz: 10/11 targets clean, 10 s each; FAILED: webhook (build)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 secs=${FUZZ_SECONDS:-60}

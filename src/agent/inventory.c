@@ -10,70 +10,75 @@
 #include "dialect.h"
 #include "log.h"
 
-static json_object *resource_json(const struct vg_plugin_config *cfg, const struct vg_gpu *g,
-                                  const struct vg_advertised *a) {
-  json_object *r = json_object_new_object();
-  json_object_object_add(r, "name", json_object_new_string(a->name));
-  json_object_object_add(r, "dialect", json_object_new_string(vg_dialect_name(a->dialect)));
-  json_object_object_add(r, "count", json_object_new_uint64(a->ids));
+/* One resource r of GPU g, as the inventory describes it. */
+static void fill_resource(const struct vg_plugin_config *cfg, const struct vg_gpu *g,
+                          const struct vg_advertised *a, struct vg_inv_resource *r) {
+  snprintf(r->name, sizeof(r->name), "%s", a->name);
+  snprintf(r->dialect, sizeof(r->dialect), "%s", vg_dialect_name(a->dialect));
+  r->count = (int64_t)a->ids;
   /* Bytes one device ID stands for (0: the IDs carry no memory). */
   struct vg_container_limits lim;
   struct vg_err err;
-  uint64_t unit = 0;
   if (a->ids > 0 && vg_dialect_container_limits(cfg, a->name, 1, g->memory, &lim, &err) == 0 &&
       !lim.unlimited)
-    unit = lim.memory_per_id;
-  json_object_object_add(r, "unit", json_object_new_uint64(unit));
+    r->unit = (int64_t)lim.memory_per_id;
   if (a->dialect == VG_DIALECT_VGPU) {
-    json_object_object_add(r, "memory",
-                           json_object_new_uint64(vg_dialect_vgpu_memory(cfg, g->memory)));
-    json_object_object_add(r, "cores", json_object_new_uint64(vg_dialect_vgpu_cores(cfg)));
+    r->memory = (int64_t)vg_dialect_vgpu_memory(cfg, g->memory);
+    r->cores = vg_dialect_vgpu_cores(cfg);
   } else if (a->dialect == VG_DIALECT_CCE) {
-    json_object_object_add(r, "maxVgpus", json_object_new_uint64(cfg->cce.max_vgpus_per_gpu));
+    r->max_vgpus = cfg->cce.max_vgpus_per_gpu;
   }
-  return r;
+}
+
+/* GPU g's health and its reason from the checker's states (by UUID). */
+static void fill_health(const struct vg_gpu *g, const struct vg_gpu_health *health,
+                        unsigned n_health, struct vg_inv_gpu *o) {
+  o->healthy = g->healthy;
+  for (unsigned k = 0; health != NULL && k < n_health; k++) {
+    if (strcmp(health[k].uuid, g->uuid) != 0) continue;
+    o->healthy = health[k].healthy;
+    if (health[k].lost)
+      snprintf(o->reason, sizeof(o->reason), "lost");
+    else if (health[k].xid != 0)
+      snprintf(o->reason, sizeof(o->reason), "xid %u", health[k].xid);
+  }
+}
+
+static int fill_gpu(const struct vg_plugin_config *cfg, const struct vg_gpu *g,
+                    const struct vg_gpu_health *health, unsigned n_health, struct vg_inv_gpu *o,
+                    struct vg_err *err) {
+  o->index = g->index;
+  snprintf(o->uuid, sizeof(o->uuid), "%s", g->uuid);
+  snprintf(o->type, sizeof(o->type), "%s", g->name);
+  o->memory = (int64_t)g->memory;
+  o->numa = g->numa_node >= 0 ? g->numa_node : -1;
+  fill_health(g, health, n_health, o);
+  struct vg_advertised adv[VG_ADVERTISED_MAX];
+  int na = vg_dialect_advertise(cfg, g->memory, g->index, adv);
+  for (int k = 0; k < na; k++) {
+    struct vg_inv_resource *r = vg_inv_add_resource(o);
+    if (r == NULL)
+      return vg_err_set(err, "GPU %s: more than %d resources", g->uuid, VG_INV_MAX_RES);
+    fill_resource(cfg, g, &adv[k], r);
+  }
+  return 0;
 }
 
 json_object *vg_inventory_build(const struct vg_plugin_config *cfg, const char *node,
                                 const struct vg_gpu *gpus, unsigned n,
                                 const struct vg_gpu_health *health, unsigned n_health) {
-  json_object *doc = json_object_new_object();
-  json_object_object_add(doc, "version", json_object_new_int(VG_INVENTORY_VERSION));
-  json_object_object_add(doc, "node", json_object_new_string(node ? node : ""));
-  json_object_object_add(doc, "contextReserve", json_object_new_uint64(cfg->context_reserve));
-  json_object *arr = json_object_new_array();
-  for (unsigned i = 0; i < n; i++) {
-    const struct vg_gpu *g = &gpus[i];
-    bool healthy = g->healthy;
-    const char *reason = NULL;
-    char why[48];
-    for (unsigned k = 0; health != NULL && k < n_health; k++) {
-      if (strcmp(health[k].uuid, g->uuid) != 0) continue;
-      healthy = health[k].healthy;
-      if (health[k].lost) {
-        reason = "lost";
-      } else if (health[k].xid != 0) {
-        snprintf(why, sizeof(why), "xid %u", health[k].xid);
-        reason = why;
-      }
-    }
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "index", json_object_new_int((int)g->index));
-    json_object_object_add(o, "uuid", json_object_new_string(g->uuid));
-    json_object_object_add(o, "type", json_object_new_string(g->name));
-    json_object_object_add(o, "memory", json_object_new_uint64(g->memory));
-    json_object_object_add(o, "numa", g->numa_node >= 0 ? json_object_new_int(g->numa_node) : NULL);
-    json_object_object_add(o, "health", json_object_new_string(healthy ? "Healthy" : "Unhealthy"));
-    if (!healthy && reason != NULL)
-      json_object_object_add(o, "reason", json_object_new_string(reason));
-    json_object *res = json_object_new_array();
-    struct vg_advertised adv[VG_ADVERTISED_MAX];
-    int na = vg_dialect_advertise(cfg, g->memory, g->index, adv);
-    for (int k = 0; k < na; k++) json_object_array_add(res, resource_json(cfg, g, &adv[k]));
-    json_object_object_add(o, "resources", res);
-    json_object_array_add(arr, o);
+  struct vg_inv inv = {.context_reserve = (int64_t)cfg->context_reserve};
+  struct vg_err err = {""};
+  snprintf(inv.node, sizeof(inv.node), "%s", node ? node : "");
+  int rc = 0;
+  for (unsigned i = 0; rc == 0 && i < n; i++) {
+    struct vg_inv_gpu *o = vg_inv_add_gpu(&inv);
+    rc = o == NULL ? vg_err_set(&err, "more than %d GPUs, or out of memory", VG_INV_MAX_GPUS)
+                   : fill_gpu(cfg, &gpus[i], health, n_health, o, &err);
   }
-  json_object_object_add(doc, "gpus", arr);
+  json_object *doc = rc == 0 ? vg_inv_to_json(&inv, &err) : NULL;
+  if (doc == NULL) vg_error("GPU inventory not published: %s", err.msg);
+  vg_inv_free(&inv);
   return doc;
 }
 

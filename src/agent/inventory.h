@@ -3,7 +3,8 @@
  * scheduler extender (the contract of docs/inventory.md).
  *
  * vg_inventory_build turns the discovered GPUs, their health and the
- * configuration into a JSON document; a vg_inventory publisher keeps the
+ * configuration into the annotation's struct and has its codec
+ * (k8s/gpu_inventory.h) write the JSON document; a vg_inventory publisher keeps the
  * Node's `vgpu.io/gpu-inventory` annotation equal to the latest document:
  * it patches only when the document changed (and not at all when the Node
  * already carries it), with vg_k8s_update_node_annotations (409 retried),
@@ -18,14 +19,14 @@
 
 #include "config.h"
 #include "devices.h"
+#include "gpu_inventory.h"
 #include "health.h"
 #include "k8s.h"
 
-#define VG_INVENTORY_ANNOTATION "vgpu.io/gpu-inventory"
-#define VG_INVENTORY_VERSION 1
-
-/* The document (caller puts). health (may be NULL) gives each GPU's state and
- * reason by UUID; without it gpus[i].healthy is used. */
+/* The document (caller puts), written by the annotation's codec
+ * (k8s/gpu_inventory.h); NULL when it refuses (out of memory). health (may
+ * be NULL) gives each GPU's state and reason by UUID; without it
+ * gpus[i].healthy is used. */
 json_object *vg_inventory_build(const struct vg_plugin_config *cfg, const char *node,
                                 const struct vg_gpu *gpus, unsigned n,
                                 const struct vg_gpu_health *health, unsigned n_health);

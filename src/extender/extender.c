@@ -181,6 +181,7 @@ struct evaluated {
 struct eval_one {
   const struct pod_req *req;
   bool *fits;
+  enum ext_reason *cls; /* a misfit's class */
   char *why;
   size_t len;
   struct vg_node *core; /* NULL: filter */
@@ -192,7 +193,8 @@ struct eval_one {
 static void eval_view(void *ctx, const struct node_view *v) {
   struct eval_one *o = ctx;
   ext_picks picks;
-  *o->fits = ext_pod_fits(o->req, v, picks, o->why, o->len);
+  *o->cls = ext_pod_misfit(o->req, v, picks, o->why, o->len);
+  *o->fits = *o->cls == EXT_R_NONE;
   if (v->foreign && o->req->n > 0) { /* not the core's to score; not a GPU shape to learn */
     int64_t left = v->gpu_alloc - v->gpu_req - ext_foreign_ask(o->req);
     if (o->foreign_left) *o->foreign_left = left > 0 ? left : 0; /* < 0: it does not fit */
@@ -292,6 +294,7 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
     if (ev->first[i] != i) {
       int f = ev->first[i];
       ev->fits[i] = ev->fits[f];
+      ev->cls[i] = ev->cls[f];
       memcpy(ev->why[i], ev->why[f], sizeof(ev->why[i]));
       if (score)
         ev->core[i] = ev->core[f], ev->pod[i] = ev->pod[f],
@@ -304,15 +307,17 @@ static int evaluate(struct vg_ext *x, const char *body, size_t blen, bool score,
     }
     struct eval_one o = {req,
                          &ev->fits[i],
+                         &ev->cls[i],
                          ev->why[i],
                          sizeof(ev->why[i]),
                          score ? &ev->core[i] : NULL,
                          score ? &ev->pod[i] : NULL,
                          score ? &ev->foreign_left[i] : NULL,
                          ev};
-    int rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, EXT_CACHED, eval_view, &o,
-                           ev->why[i], sizeof(ev->why[i]));
-    if (rc != 0 && req->n == 0) { /* prioritize scores where a GPU-less pod goes */
+    enum ext_reason rc = ext_with_view(x, cs->names[i], cs->objs[i], &batch, EXT_CACHED, eval_view,
+                                       &o, ev->why[i], sizeof(ev->why[i]));
+    if (rc != EXT_R_NONE) ev->cls[i] = rc; /* no view: the view's reason */
+    if (rc != EXT_R_NONE && req->n == 0) { /* prioritize scores where a GPU-less pod goes */
       ev->fits[i] = true;
       gpu_less_core(req, &ev->core[i], &ev->pod[i]);
     }
@@ -416,8 +421,7 @@ static int do_filter(struct vg_ext *x, const char *body, size_t len, char **out)
   pthread_mutex_lock(&x->lock);
   if (ev.refused) x->m.refused_pods++;
   for (int i = 0; !ev.refused && i < cs.n; i++)
-    if (!ev.fits[i] && ev.first[i] == i)
-      x->m.node_failures[ev.cls[i] = ext_reason_class(ev.why[i])]++;
+    if (!ev.fits[i] && ev.first[i] == i) x->m.node_failures[ev.cls[i]]++;
   pthread_mutex_unlock(&x->lock);
   struct ext_out o = {0};
   ext_out_lit(&o, cs.cache_capable ? "{\"Nodes\":null,\"NodeNames\":["
@@ -599,15 +603,17 @@ static void note_bound(struct vg_ext *x, struct node_entry *e, const char *ns, c
 }
 
 /* The vgpu.io/assigned object for req on node's view v: the fit, then the
- * node policy's GPUs where the pod leaves the choice to it; NULL with why. */
+ * node policy's GPUs where the pod leaves the choice to it; NULL with why
+ * and its class *cls. */
 static json_object *assign_on(struct vg_ext *x, const char *node, const struct pod_req *req,
-                              const struct node_view *v, char *why, size_t len) {
+                              const struct node_view *v, enum ext_reason *cls, char *why,
+                              size_t len) {
   ext_picks picks;
-  if (!ext_pod_fits(req, v, picks, why, len)) return NULL;
+  if ((*cls = ext_pod_misfit(req, v, picks, why, len)) != EXT_R_NONE) return NULL;
   policy_pick(x, node, req, v, picks);
   struct vg_err err = {{0}};
   json_object *a = ext_assignment(node, req, v, picks, &err);
-  if (!a) snprintf(why, len, "%s", err.msg);
+  if (!a) snprintf(why, len, "%s", err.msg), *cls = EXT_R_OTHER;
   return a;
 }
 
@@ -627,7 +633,8 @@ static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req
     if (ext_foreign_fits(req, &v, why, sizeof(why))) ext_reserve(x, pod, cs->names[top], NULL);
     return;
   }
-  json_object *a = assign_on(x, cs->names[top], req, &v, why, sizeof(why));
+  enum ext_reason cls;
+  json_object *a = assign_on(x, cs->names[top], req, &v, &cls, why, sizeof(why));
   json_object *ann = a ? ext_assigned_annotations(a) : NULL;
   if (ann) ext_reserve(x, pod, cs->names[top], ann);
   json_object_put(ann);
@@ -675,11 +682,15 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   }
   char key[EXT_POD_KEY_MAX];
   snprintf(key, sizeof(key), "%s/%s", ns, name);
+  /* What a failure is counted as: each failure site below says. */
+  enum ext_bind_fail failed = EXT_B_API;
+  enum ext_reason cls;
   pthread_mutex_lock(&e->bind_lock);
   if (vg_k8s_get_pod(x->client, ns, name, &pod, &err) != 0) {
     snprintf(why, sizeof(why), "%s", err.msg);
     goto done;
   }
+  failed = EXT_B_OTHER;
   if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
   /* Already bound: no placement; the API server's 409 says so. Its own
    * reservation must not count against it; it stays in the store until
@@ -687,13 +698,22 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
    * without the pod (extender_reserve.c). */
   if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
     struct node_view v;
-    if (ext_bind_view(x, node, key, &v, why, sizeof(why)) != 0) goto done;
+    if ((cls = ext_bind_view(x, node, key, &v, why, sizeof(why))) != EXT_R_NONE) {
+      failed = ext_bind_fail_of(cls);
+      goto done;
+    }
     if (v.foreign) {
       /* A foreign GPU node: a plain Binding; its own plugin picks the devices. */
-      if (!ext_foreign_fits(&req, &v, why, sizeof(why))) goto done;
+      if ((cls = ext_foreign_misfit(&req, &v, why, sizeof(why))) != EXT_R_NONE) {
+        failed = ext_bind_fail_of(cls);
+        goto done;
+      }
     } else {
-      json_object *a = assign_on(x, node, &req, &v, why, sizeof(why));
-      if (a == NULL) goto done;
+      json_object *a = assign_on(x, node, &req, &v, &cls, why, sizeof(why));
+      if (a == NULL) {
+        failed = ext_bind_fail_of(cls);
+        goto done;
+      }
       annotations = ext_assigned_annotations(a);
       ext_aliyun_annotations(annotations, &req, &v, a);
       json_object_put(a);
@@ -707,6 +727,7 @@ static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
   int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
   if (rc != 0)
     snprintf(why, sizeof(why), "%s%.480s", rc == VG_K8S_ECONFLICT ? "conflict: " : "", err.msg);
+  failed = rc == VG_K8S_ECONFLICT ? EXT_B_CONFLICT : EXT_B_API;
   if (rc == 0) note_bound(x, e, ns, name, pod, annotations);
   ext_invalidate(x, node);
 done:
@@ -714,7 +735,7 @@ done:
   pthread_mutex_unlock(&e->bind_lock);
   pthread_mutex_lock(&x->lock);
   if (why[0]) {
-    x->m.bind_failures[ext_bind_fail_class(why)]++;
+    x->m.bind_failures[failed]++;
   } else {
     x->m.binds_ok++;
     for (int i = 0; annotations != NULL && i < req.n; i++) x->m.assigned_gpus += req.c[i].count;

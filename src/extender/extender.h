@@ -12,10 +12,11 @@
 
 #include "err.h"
 #include "assignment.h"
+#include "gpu_inventory.h"
 #include "k8s.h"
 
-#define VG_ANN_INVENTORY "vgpu.io/gpu-inventory"
-#define VG_ANN_ASSIGNED VG_ASSIGNED_ANNOTATION /* assignment.h */
+#define VG_ANN_INVENTORY VG_INVENTORY_ANNOTATION /* gpu_inventory.h */
+#define VG_ANN_ASSIGNED VG_ASSIGNED_ANNOTATION   /* assignment.h */
 
 struct vg_ext;
 

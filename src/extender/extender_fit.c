@@ -247,14 +247,14 @@ static const char *dialect_name(enum ext_dialect d) {
 /* Container c asks for resource r, which the node advertises as `other`
  * in a way c cannot use: what c asked for, in its own dialect, and what
  * the node offers instead. */
-static void explain_dialect(const struct ctr_req *c, const struct res_view *other, char *why,
-                            size_t len) {
+static enum ext_reason explain_dialect(const struct ctr_req *c, const struct res_view *other,
+                                       char *why, size_t len) {
   if (c->kind == EXT_KIND_COUNT && c->vgpu_only && other->dialect == EXT_TIMESLICING) {
     snprintf(why, len,
              "container %s: %s here is time-slicing, which takes no nvidia.com/gpumem, "
              "gpumem-percentage or gpucores",
              c->name, c->resource);
-    return;
+    return EXT_R_NOT_ADVERTISED;
   }
   char asked[160];
   if (c->kind == EXT_KIND_GPUSHARE)
@@ -273,80 +273,94 @@ static void explain_dialect(const struct ctr_req *c, const struct res_view *othe
     detail = " with no replicas (count 0)";
   snprintf(why, len, "container %s asks for %s; %s here is advertised as %s%s", c->name, asked,
            c->resource, dialect_name(other->dialect), detail);
+  return EXT_R_NOT_ADVERTISED;
 }
 
-/* Why container c does not fit view v (v unchanged). */
-static void explain(const struct pod_req *q, const struct ctr_req *c, const struct node_view *v,
-                    char *why, size_t len) {
+/* Eligible GPUs exist but too few have room now: no_room, or cce_mode when
+ * the other CCE isolation mode holds those that would. */
+static enum ext_reason explain_no_room(const struct ctr_req *c, const struct tally *t,
+                                       const char *need, char *why, size_t len) {
+  char full[192] = "";
+  if (t->full == 1)
+    snprintf(full, sizeof(full),
+             "; %s already holds %d CCE slices, the most one GPU takes (maxVgpus)",
+             t->full_gpu->uuid, t->full_cap);
+  else if (t->full > 1)
+    snprintf(full, sizeof(full),
+             "; %d GPUs already hold the most CCE slices one GPU takes (maxVgpus: %d on %s)",
+             t->full, t->full_cap, t->full_gpu->uuid);
+  snprintf(why, len,
+           "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
+           "have%s%s",
+           c->name, c->count, need, c->cores, c->resource, t->fit,
+           t->clash ? " (others hold CCE slices of the other isolation mode: memory-only and "
+                      "memory+compute do not share a GPU)"
+                    : "",
+           full);
+  return t->clash ? EXT_R_CCE_MODE : EXT_R_NO_ROOM;
+}
+
+/* Why container c does not fit view v (v unchanged), in words and as a class. */
+static enum ext_reason explain(const struct pod_req *q, const struct ctr_req *c,
+                               const struct node_view *v, char *why, size_t len) {
   struct tally t;
   count_gpus(q, c, v, &t);
   bool sel = q->use_type[0] || q->nouse_type[0] || q->use_uuid[0] || q->nouse_uuid[0];
   char need[64];
   describe_need(c, need, sizeof(need));
-  if (t.advertised == 0 && t.other_dialect)
-    explain_dialect(c, t.other, why, len);
-  else if (t.advertised == 0)
+  if (t.advertised == 0 && t.other_dialect) return explain_dialect(c, t.other, why, len);
+  if (t.advertised == 0) {
     snprintf(why, len, "container %s asks for %s, which no GPU here advertises", c->name,
              c->resource);
-  else if (t.eligible < c->count)
+    return EXT_R_NOT_ADVERTISED;
+  }
+  if (t.eligible < c->count) {
     snprintf(why, len, "container %s asks for %d GPUs, the node has %d healthy %s GPUs%s", c->name,
              c->count, t.eligible, c->resource,
              sel ? " matching the pod's GPU type/UUID selection" : "");
-  else if (t.need_max > t.cap_max)
+    return EXT_R_TOO_FEW_GPUS;
+  }
+  if (t.need_max > t.cap_max) {
     snprintf(why, len, "container %s asks for %lld MiB per GPU, the largest GPU here has %lld MiB",
              c->name, (long long)(t.need_max / EXT_MIB), (long long)(t.cap_max / EXT_MIB));
-  else if (t.reserve_short > 0)
+    return EXT_R_TOO_LARGE;
+  }
+  if (t.reserve_short > 0) {
     snprintf(why, len,
              "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
              "have, %d more would without keeping contextReserve (%lld MiB) free per slice "
              "for CUDA contexts",
              c->name, c->count, need, c->cores, c->resource, t.fit, t.reserve_short,
              (long long)(v->reserve / EXT_MIB));
-  else {
-    char full[192] = "";
-    if (t.full == 1)
-      snprintf(full, sizeof(full),
-               "; %s already holds %d CCE slices, the most one GPU takes (maxVgpus)",
-               t.full_gpu->uuid, t.full_cap);
-    else if (t.full > 1)
-      snprintf(full, sizeof(full),
-               "; %d GPUs already hold the most CCE slices one GPU takes (maxVgpus: %d on %s)",
-               t.full, t.full_cap, t.full_gpu->uuid);
-    snprintf(why, len,
-             "container %s needs %d GPUs each with %s, %d percent cores and a slot of %s free; %d "
-             "have%s%s",
-             c->name, c->count, need, c->cores, c->resource, t.fit,
-             t.clash ? " (others hold CCE slices of the other isolation mode: memory-only and "
-                       "memory+compute do not share a GPU)"
-                     : "",
-             full);
+    return EXT_R_NO_ROOM;
   }
+  return explain_no_room(c, &t, need, why, len);
 }
-
 /* Places every container of r in turn on work (changed). */
-static bool place_all(const struct pod_req *r, struct node_view *work, ext_picks picks, char *why,
-                      size_t len) {
+static enum ext_reason place_all(const struct pod_req *r, struct node_view *work, ext_picks picks,
+                                 char *why, size_t len) {
   for (int i = 0; i < r->n; i++) {
-    if (!pick_ctr(r, &r->c[i], work, picks[i])) {
-      explain(r, &r->c[i], work, why, len);
-      return false;
-    }
+    if (!pick_ctr(r, &r->c[i], work, picks[i])) return explain(r, &r->c[i], work, why, len);
     for (int k = 0; k < r->c[i].count; k++) gpu_take(&r->c[i], &work->g[picks[i][k]]);
   }
-  return true;
+  return EXT_R_NONE;
 }
 
-bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
-                  size_t len) {
-  if (v->foreign) return ext_foreign_fits(r, v, why, len); /* a count, no GPUs of ours */
+enum ext_reason ext_pod_misfit(const struct pod_req *r, const struct node_view *v, ext_picks picks,
+                               char *why, size_t len) {
+  if (v->foreign) return ext_foreign_misfit(r, v, why, len); /* a count, no GPUs of ours */
   if (r->n == 1) { /* the common case: one container's GPUs are distinct, no copy needed */
-    if (pick_ctr(r, &r->c[0], v, picks[0])) return true;
-    explain(r, &r->c[0], v, why, len);
-    return false;
+    if (pick_ctr(r, &r->c[0], v, picks[0])) return EXT_R_NONE;
+    return explain(r, &r->c[0], v, why, len);
   }
   struct node_view work; /* a later container sees what the earlier ones took */
   ext_view_copy(&work, v);
   return place_all(r, &work, picks, why, len);
+}
+
+bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
+                  size_t len) {
+  return ext_pod_misfit(r, v, picks, why, len) == EXT_R_NONE;
 }
 
 /* ---- the assignment bind writes ---- */

@@ -76,16 +76,21 @@ int64_t ext_foreign_ask(const struct pod_req *r) {
   return n;
 }
 
-bool ext_foreign_fits(const struct pod_req *r, const struct node_view *v, char *why, size_t len) {
-  if (r->n == 0) return true; /* no GPU asked: the node is a node without GPUs of ours */
-  if (!plain_gpus(r, why, len)) return false;
+enum ext_reason ext_foreign_misfit(const struct pod_req *r, const struct node_view *v, char *why,
+                                   size_t len) {
+  if (r->n == 0) return EXT_R_NONE; /* no GPU asked: the node is a node without GPUs of ours */
+  if (!plain_gpus(r, why, len)) return EXT_R_FOREIGN_ASK;
   int64_t ask = ext_foreign_ask(r), left = v->gpu_alloc - v->gpu_req;
-  if (ask <= left) return true;
+  if (ask <= left) return EXT_R_NONE;
   snprintf(why, len,
            "%s: the pod asks for %lld " EXT_FOREIGN_RESOURCE
            ", %lld of the node's %lld are "
            "not yet requested by its pods",
            EXT_FOREIGN_WHY, (long long)ask, (long long)(left > 0 ? left : 0),
            (long long)v->gpu_alloc);
-  return false;
+  return EXT_R_FOREIGN_FULL;
+}
+
+bool ext_foreign_fits(const struct pod_req *r, const struct node_view *v, char *why, size_t len) {
+  return ext_foreign_misfit(r, v, why, len) == EXT_R_NONE;
 }

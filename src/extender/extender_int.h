@@ -139,7 +139,7 @@ struct node_entry {
   pthread_mutex_t bind_lock; /* one bind at a time per node */
   struct timespec at;        /* when view was read; 0 = never/stale */
   unsigned gen; /* bumped by every invalidation: a read begun before one is not cached */
-  int rc;       /* 0, or why the view is unusable (why) */
+  int rc;       /* EXT_R_NONE, or the class of why the view is unusable (why) */
   char why[256];
   char *inventory; /* the annotation text view was built from, or NULL */
   /* Our own binds to this node the watch has not delivered yet: until it
@@ -178,9 +178,10 @@ void ext_store_read(struct ext_store *s);
 void ext_store_done(struct ext_store *s);
 /* Does the Node exist? *inventory: its inventory text, or NULL; *base: the
  * view parsed from it (only its n GPUs are there: ext_view_copy it), or NULL
- * with *why saying why it is unusable; *why NULL: not parsed, parse *inventory. */
+ * with *why saying why it is unusable and *rc its class; *why NULL: not
+ * parsed, parse *inventory. */
 bool ext_store_node(struct ext_store *s, const char *name, const char **inventory,
-                    const struct node_view **base, const char **why);
+                    const struct node_view **base, enum ext_reason *rc, const char **why);
 /* The node's allocatable (when the Node reports it) and its pods' CPU,
  * memory and nvidia.com/gpu requests into v's cpu_*, mem_* and gpu_req. */
 void ext_store_cpu_mem(struct ext_store *s, const char *name, struct node_view *v);
@@ -280,26 +281,26 @@ struct node_entry *ext_entry(struct vg_ext *x, const char *name);
  * the API only (resize). */
 enum ext_fresh { EXT_CACHED, EXT_CURRENT, EXT_FROM_API };
 /* The node's GPU view: from node_obj when given (a full NodeList), else as
- * fresh says. Returns 0, or -1 with why. */
-int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, enum ext_fresh fresh,
-                  struct node_view *v, char *why, size_t len);
+ * fresh says. Returns EXT_R_NONE (0), or the failure's class with why. */
+enum ext_reason ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                              enum ext_fresh fresh, struct node_view *v, char *why, size_t len);
 /* Bind's view of node name: from the store while the watches are synced
  * and it holds every bind of ours to the node, without the pod exclude
  * ("ns/name": the pod being bound, whose reservation is there); else from
- * the API. Never cached. 0, or -1 with why. */
-int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struct node_view *v,
-                  char *why, size_t len);
+ * the API. Never cached. EXT_R_NONE, or the failure's class with why. */
+enum ext_reason ext_bind_view(struct vg_ext *x, const char *name, const char *exclude,
+                              struct node_view *v, char *why, size_t len);
 /* As ext_node_view, but instead of copying the view out, calls use(ctx, v)
- * with it (only when 0 is returned). A cached view is lent under the cache
+ * with it (only when EXT_R_NONE is returned). A cached view is lent under the cache
  * lock: use must be quick and must not call back into the extender. Filter
  * and prioritize read every candidate this way; copying ~4 kB per node per
  * request was a tenth of their time. */
 typedef void (*ext_view_fn)(void *ctx, const struct node_view *v);
 /* batch: when not NULL and fetched, a view not cached is built from its
  * lists instead of the API. */
-int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
-                  const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use, void *ctx,
-                  char *why, size_t len);
+enum ext_reason ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                              const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use,
+                              void *ctx, char *why, size_t len);
 /* Would ext_with_view (not fresh) find name's view in the cache now? */
 bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj);
 void ext_invalidate(struct vg_ext *x, const char *name);
@@ -342,14 +343,15 @@ bool ext_note_bad_pod(struct vg_ext *x, const char *key);
 void ext_forget_bad_pods(struct vg_ext *x); /* vg_ext_free */
 #define EXT_BAD_PODS_MAX 4096
 /* The view of a Node with this inventory text and no pods, sized to its
- * GPUs (free it); NULL with why when unusable. */
-struct node_view *ext_base_view(const char *inventory, char *why, size_t len);
+ * GPUs (free it); NULL with why and its class *rc when unusable. */
+struct node_view *ext_base_view(const char *inventory, enum ext_reason *rc, char *why, size_t len);
 /* What a pod's parsed vgpu.io/assigned (has, a, error: as vg_assign_from_pod
  * gives them) holds on v; an unreadable one as extender_view.c says. */
 void ext_hold_assignment(struct vg_ext *x, const char *node, json_object *pod, int has,
                          const struct vg_assignment *a, const char *error, struct node_view *v);
-/* The inventory annotation's text -> v (nothing used yet). */
-int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
+/* The inventory annotation's text (k8s/gpu_inventory.h reads it) -> v
+ * (nothing used yet). EXT_R_NONE, or EXT_R_BAD_INVENTORY with why. */
+enum ext_reason ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len);
 
 /* Prioritize answers each node's rank by the policy's score times this:
  * kube-scheduler multiplies it by 10 (MaxNodeScore / MaxExtenderPriority)
@@ -389,7 +391,7 @@ void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 
 /* The resource another device plugin serves on a foreign GPU node. */
 #define EXT_FOREIGN_RESOURCE "nvidia.com/gpu"
-/* How every reason for a foreign node begins (ext_reason_class reads it). */
+/* How every reason for a foreign node begins. */
 #define EXT_FOREIGN_WHY                                              \
   "no vgpu.io/gpu-inventory on this node (its " EXT_FOREIGN_RESOURCE \
   " come from another "                                              \
@@ -397,7 +399,11 @@ void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 /* v: a foreign node's view offering gpus (its allocatable), nothing requested. */
 void ext_foreign_view(struct node_view *v, int64_t gpus);
 /* Does r fit foreign node v? Only pods whose GPU ask is whole nvidia.com/gpu
- * and within what the node's pods have not requested; false with why. */
+ * and within what the node's pods have not requested: EXT_R_NONE, else
+ * EXT_R_FOREIGN_ASK or EXT_R_FOREIGN_FULL with why. */
+enum ext_reason ext_foreign_misfit(const struct pod_req *r, const struct node_view *v, char *why,
+                                   size_t len);
+/* The same as a yes or no (false with why). */
 bool ext_foreign_fits(const struct pod_req *r, const struct node_view *v, char *why, size_t len);
 /* The nvidia.com/gpu r asks for, over its containers. */
 int64_t ext_foreign_ask(const struct pod_req *r);
@@ -451,7 +457,11 @@ void ext_gaps_note(struct vg_ext *x, struct node_entry *e, const struct node_vie
 typedef int ext_picks[EXT_MAX_CTRS][VG_SCHED_MAX_GPUS];
 
 /* Places every container in turn (each sees what the earlier ones took; v
- * itself is not changed); false with why when one does not fit. */
+ * itself is not changed): EXT_R_NONE, or when one does not fit the class of
+ * the first misfit with why. */
+enum ext_reason ext_pod_misfit(const struct pod_req *r, const struct node_view *v, ext_picks picks,
+                               char *why, size_t len);
+/* The same as a yes or no (false with why). */
 bool ext_pod_fits(const struct pod_req *r, const struct node_view *v, ext_picks picks, char *why,
                   size_t len);
 /* A pod whose assignment cannot be read: each container's request taken

@@ -11,45 +11,43 @@ static const double g_bounds[EXT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0
                                                  0.05,   0.1,   0.25,   0.5,   1,    5};
 static const char *const g_verbs[] = {"filter", "prioritize", "bind"};
 
+/* The labels, by class: docs/metrics.md names the same; a new class adds
+ * its label here (test_ext_metrics checks every class has one). */
 static const char *const g_reason_names[EXT_R_COUNT] = {
-    "no_inventory", "bad_inventory",     "node_not_found", "not_advertised", "too_few_gpus",
-    "too_large",    "no_room",           "cce_mode",       "bad_assignment", "api",
-    "foreign_node", "foreign_node_full", "other"};
-static const char *const g_bind_names[EXT_B_COUNT] = {"conflict", "no_fit", "api", "other"};
+    [EXT_R_NONE] = NULL,
+    [EXT_R_NO_INVENTORY] = "no_inventory",
+    [EXT_R_BAD_INVENTORY] = "bad_inventory",
+    [EXT_R_NODE_GONE] = "node_not_found",
+    [EXT_R_NOT_ADVERTISED] = "not_advertised",
+    [EXT_R_TOO_FEW_GPUS] = "too_few_gpus",
+    [EXT_R_TOO_LARGE] = "too_large",
+    [EXT_R_NO_ROOM] = "no_room",
+    [EXT_R_CCE_MODE] = "cce_mode",
+    [EXT_R_BAD_ASSIGNMENT] = "bad_assignment",
+    [EXT_R_API] = "api",
+    [EXT_R_FOREIGN_ASK] = "foreign_node",
+    [EXT_R_FOREIGN_FULL] = "foreign_node_full",
+    [EXT_R_OTHER] = "other",
+};
+static const char *const g_bind_names[EXT_B_COUNT] = {
+    [EXT_B_CONFLICT] = "conflict",
+    [EXT_B_NO_FIT] = "no_fit",
+    [EXT_B_API] = "api",
+    [EXT_B_OTHER] = "other",
+};
 
-/* The phrases are the fit code's own (extender_fit.c, extender_view.c);
- * test_scheduler_extender pins the common ones. */
-enum ext_reason ext_reason_class(const char *why) {
-  static const struct {
-    const char *phrase;
-    enum ext_reason r;
-  } map[] = {
-      {"not yet requested by its pods", EXT_R_FOREIGN_FULL}, /* extender_foreign.c */
-      {EXT_FOREIGN_WHY, EXT_R_FOREIGN_ASK},
-      {"(is vgpu-device-plugin running there?)", EXT_R_NO_INVENTORY},
-      {"annotation vgpu.io/gpu-inventory", EXT_R_BAD_INVENTORY},
-      {"node not found", EXT_R_NODE_GONE},
-      {"which no GPU here advertises", EXT_R_NOT_ADVERTISED},
-      {"here is time-slicing", EXT_R_NOT_ADVERTISED},
-      {"here is advertised as", EXT_R_NOT_ADVERTISED},
-      {"CCE slices of the other isolation mode", EXT_R_CCE_MODE},
-      {"the largest GPU here has", EXT_R_TOO_LARGE},
-      {"healthy", EXT_R_TOO_FEW_GPUS},
-      {"free;", EXT_R_NO_ROOM},
-      {"annotation vgpu.io/assigned", EXT_R_BAD_ASSIGNMENT},
-      {"cannot list the node's pods", EXT_R_API},
-  };
-  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-    if (strstr(why, map[i].phrase) != NULL) return map[i].r;
-  return EXT_R_OTHER;
+const char *ext_reason_label(enum ext_reason r) {
+  return (unsigned)r < EXT_R_COUNT ? g_reason_names[r] : NULL;
 }
 
-enum ext_bind_fail ext_bind_fail_class(const char *why) {
-  if (strncmp(why, "conflict: ", 10) == 0) return EXT_B_CONFLICT;
-  enum ext_reason r = ext_reason_class(why);
-  if (r == EXT_R_API || strstr(why, "HTTP") != NULL || strstr(why, "unreachable") != NULL)
-    return EXT_B_API;
-  return r == EXT_R_OTHER ? EXT_B_OTHER : EXT_B_NO_FIT;
+const char *ext_bind_fail_label(enum ext_bind_fail b) {
+  return (unsigned)b < EXT_B_COUNT ? g_bind_names[b] : NULL;
+}
+
+enum ext_bind_fail ext_bind_fail_of(enum ext_reason r) {
+  return r == EXT_R_API                        ? EXT_B_API
+         : r == EXT_R_OTHER || r == EXT_R_NONE ? EXT_B_OTHER
+                                               : EXT_B_NO_FIT;
 }
 
 void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds) {
@@ -130,7 +128,7 @@ char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *n
   histogram(f, m);
   family(f, "vgpu_scheduler_node_failures_total", "counter",
          "Nodes filter turned down, by reason (the reason text is in FailedNodes).");
-  for (int r = 0; r < EXT_R_COUNT; r++)
+  for (int r = EXT_R_NONE + 1; r < EXT_R_COUNT; r++)
     fprintf(f, "vgpu_scheduler_node_failures_total{reason=\"%s\"} %llu\n", g_reason_names[r],
             (unsigned long long)m->node_failures[r]);
   family(f, "vgpu_scheduler_binds_total", "counter", "Binds, by result.");

@@ -11,9 +11,16 @@
 
 #define EXT_LAT_BUCKETS 12
 
-/* Classes of a node's filter failure, from the reason text the fit code
- * writes (extender_fit.c, extender_view.c). */
+/* Classes of a node's filter failure: each failure site of the view and
+ * the fit (extender_view.c, extender_fit.c, extender_foreign.c) returns its
+ * class along with the words it writes, and /metrics counts the class, never
+ * the words (rewording a reason moves no metric). EXT_R_NONE is not a
+ * failure: "the node fits", 0, so that `rc != 0` still reads "failed". A new
+ * class: a value before EXT_R_OTHER, its label in extender_metrics.c's
+ * table, whether preemption could help in extender.c's unresolvable(), and
+ * a line in docs/metrics.md. */
 enum ext_reason {
+  EXT_R_NONE,          /* not a failure */
   EXT_R_NO_INVENTORY,  /* no vgpu.io/gpu-inventory: no plugin there */
   EXT_R_BAD_INVENTORY, /* the annotation does not parse */
   EXT_R_NODE_GONE,     /* node not found */
@@ -26,7 +33,7 @@ enum ext_reason {
   EXT_R_API,          /* the API server could not be read */
   EXT_R_FOREIGN_ASK,  /* a foreign GPU node: the pod asks for more than whole nvidia.com/gpu */
   EXT_R_FOREIGN_FULL, /* a foreign GPU node: its nvidia.com/gpu are requested by its pods */
-  EXT_R_OTHER,
+  EXT_R_OTHER,        /* out of memory, ... */
   EXT_R_COUNT
 };
 
@@ -49,8 +56,13 @@ struct ext_metrics {
   uint64_t watch_events[2];
 };
 
-enum ext_reason ext_reason_class(const char *why);
-enum ext_bind_fail ext_bind_fail_class(const char *why);
+/* The metric label of a class ("no_inventory", ...); NULL for EXT_R_NONE
+ * and for values out of range. */
+const char *ext_reason_label(enum ext_reason r);
+const char *ext_bind_fail_label(enum ext_bind_fail b);
+/* A bind that failed for a node reason r (it read the node's view, or
+ * fitted the pod there): the API, something else, or the pod's no fit. */
+enum ext_bind_fail ext_bind_fail_of(enum ext_reason r);
 /* verb: 0..2 (filter prioritize bind). */
 void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds);
 struct node_entry;

@@ -53,7 +53,8 @@ struct snode {
    * of 5,000 nodes was most of a cold filter), or NULL with why. */
   struct node_view *base;
   char *why;
-  bool present; /* the Node exists (else kept only for pods bound to it) */
+  enum ext_reason why_rc; /* the class of why */
+  bool present;           /* the Node exists (else kept only for pods bound to it) */
   bool has_alloc;
   struct vg_cpu_mem alloc; /* status.allocatable, when has_alloc */
   struct vg_cpu_mem req;   /* the sum of its pods' requests */
@@ -339,7 +340,7 @@ static bool put_node(struct ext_store *s, json_object *node, bool deleted) {
     vg_error("watch store: out of memory keeping node %s's inventory", name);
   if (!deleted) { /* parse failures are kept to be answered; out of memory: parsed per view */
     char why[256];
-    n->base = ext_base_view(n->inventory, why, sizeof(why));
+    n->base = ext_base_view(n->inventory, &n->why_rc, why, sizeof(why));
     n->why = n->base ? NULL : strdup(why);
   }
   gc_node(s, n);
@@ -403,11 +404,12 @@ void ext_store_read(struct ext_store *s) { pthread_rwlock_rdlock(&s->lock); }
 void ext_store_done(struct ext_store *s) { pthread_rwlock_unlock(&s->lock); }
 
 bool ext_store_node(struct ext_store *s, const char *name, const char **inventory,
-                    const struct node_view **base, const char **why) {
+                    const struct node_view **base, enum ext_reason *rc, const char **why) {
   const struct snode *n = (const struct snode *)smap_get(&s->nodes, name);
   *inventory = n ? n->inventory : NULL;
   *base = n ? n->base : NULL;
   *why = n && n->base ? "" : n ? n->why : NULL;
+  *rc = n && !n->base ? n->why_rc : EXT_R_NONE;
   return n && n->present;
 }
 

@@ -24,9 +24,8 @@
 
 #include "extender_int.h"
 #include "log.h"
+#include "gpu_inventory.h"
 #include "requests.h"
-
-#define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
 
 static enum ext_dialect dialect_of(const char *s) {
   static const struct {
@@ -41,45 +40,33 @@ static enum ext_dialect dialect_of(const char *s) {
   return EXT_NONE;
 }
 
-static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
-  json_object *v = ext_get(o, key);
-  return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
-}
-
-static int parse_resources(json_object *res, struct gpu_view *gv, char *why, size_t len) {
-  size_t nr = res && json_object_is_type(res, json_type_array) ? json_object_array_length(res) : 0;
-  for (size_t k = 0; k < nr; k++) {
-    json_object *r = json_object_array_get_idx(res, k);
-    const char *name = ext_get_str(r, "name");
-    enum ext_dialect d = dialect_of(ext_get_str(r, "dialect"));
-    if (!name || d == EXT_NONE) continue; /* a dialect this scheduler does not place */
+/* The resources of GPU g this scheduler places (a dialect it does not know
+ * is skipped) onto gv, with the defaults docs/inventory.md gives for the
+ * fields only some dialects write. */
+static enum ext_reason view_resources(const struct vg_inv_gpu *g, struct gpu_view *gv, char *why,
+                                      size_t len) {
+  for (int k = 0; k < g->nres; k++) {
+    const struct vg_inv_resource *r = &g->res[k];
+    enum ext_dialect d = dialect_of(r->dialect);
+    if (d == EXT_NONE) continue;
     if (gv->nres == EXT_MAX_RES) {
       snprintf(why, len, "annotation %s: GPU %s advertises more than %d resources",
-               VG_ANN_INVENTORY, gv->uuid, EXT_MAX_RES);
-      return -1;
+               VG_INVENTORY_ANNOTATION, gv->uuid, EXT_MAX_RES);
+      return EXT_R_BAD_INVENTORY;
     }
     struct res_view *rv = &gv->res[gv->nres++];
-    snprintf(rv->name, sizeof(rv->name), "%s", name);
+    snprintf(rv->name, sizeof(rv->name), "%s", r->name);
     rv->dialect = d;
-    rv->count = (int)get_i64(r, "count", 0);
-    rv->unit = get_i64(r, "unit", 0);
-    rv->memory = get_i64(r, "memory", gv->mem);
-    rv->cores = (int)get_i64(r, "cores", 100);
-    rv->max_vgpus = (int)get_i64(r, "maxVgpus", EXT_CCE_MAX_VGPUS);
-    if (d == EXT_CCE) rv->unit = EXT_CCE_UNIT;
-    if (rv->count < 0 || rv->unit < 0 || rv->unit > MAX_BYTES || rv->memory < 0 ||
-        rv->memory > MAX_BYTES || rv->cores < 0 || rv->max_vgpus < 0) {
-      snprintf(why, len,
-               "annotation %s: GPU %s, resource %s: count, unit, memory, cores or "
-               "maxVgpus out of range",
-               VG_ANN_INVENTORY, gv->uuid, name);
-      return -1;
-    }
+    rv->count = (int)r->count;
+    rv->unit = d == EXT_CCE ? EXT_CCE_UNIT : r->unit;
+    rv->memory = r->memory >= 0 ? r->memory : gv->mem;
+    rv->cores = r->cores >= 0 ? (int)r->cores : 100;
+    rv->max_vgpus = r->max_vgpus >= 0 ? (int)r->max_vgpus : EXT_CCE_MAX_VGPUS;
   }
-  return 0;
+  return EXT_R_NONE;
 }
 
-int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
+static void view_reset(struct node_view *v) {
   v->n = 0;
   v->reserve = 0;
   v->cpu_alloc = v->mem_alloc = -1;
@@ -87,48 +74,43 @@ int ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t
   v->foreign = false;
   v->gpu_alloc = -1;
   v->gpu_req = 0;
-  json_object *inv = json_tokener_parse(text);
-  json_object *gpus = ext_get(inv, "gpus");
-  int rc = -1;
-  if (!inv || !json_object_is_type(inv, json_type_object)) {
-    snprintf(why, len, "annotation %s is not a JSON object", VG_ANN_INVENTORY);
-  } else if (get_i64(inv, "version", 0) != 1 || !gpus ||
-             !json_object_is_type(gpus, json_type_array)) {
-    snprintf(why, len, "annotation %s: unknown version or no gpus", VG_ANN_INVENTORY);
+}
+
+enum ext_reason ext_parse_inventory(const char *text, struct node_view *v, char *why, size_t len) {
+  view_reset(v);
+  struct vg_inv inv;
+  struct vg_err err = {""};
+  enum ext_reason rc = EXT_R_NONE;
+  if (vg_inv_parse(text, &inv, &err) != 0) {
+    snprintf(why, len, "annotation %s: %s", VG_INVENTORY_ANNOTATION, err.msg);
+    rc = EXT_R_BAD_INVENTORY;
   } else {
-    rc = 0;
-    v->reserve = get_i64(inv, "contextReserve", 0);
-    if (v->reserve < 0 || v->reserve > MAX_BYTES) {
-      snprintf(why, len, "annotation %s: contextReserve out of range", VG_ANN_INVENTORY);
-      rc = -1;
-    }
-    size_t n = json_object_array_length(gpus);
-    for (size_t i = 0; rc == 0 && i < n && v->n < VG_SCHED_MAX_GPUS; i++) {
-      json_object *g = json_object_array_get_idx(gpus, i);
-      struct gpu_view *gv = &v->g[v->n++];
-      memset(gv, 0, sizeof(*gv));
-      const char *uuid = ext_get_str(g, "uuid"), *type = ext_get_str(g, "type");
-      const char *health = ext_get_str(g, "health");
-      snprintf(gv->uuid, sizeof(gv->uuid), "%s", uuid ? uuid : "");
-      snprintf(gv->type, sizeof(gv->type), "%s", type ? type : "");
-      gv->index = (int)get_i64(g, "index", (int64_t)i);
-      gv->mem = get_i64(g, "memory", 0);
-      if (gv->mem < 0 || gv->mem > MAX_BYTES) gv->mem = 0; /* unusable, never a huge account */
-      /* A GPU without a UUID or memory cannot be named or accounted: never placed on. */
-      gv->healthy = health && strcmp(health, "Healthy") == 0 && gv->uuid[0] && gv->mem > 0;
-      rc = parse_resources(ext_get(g, "resources"), gv, why, len);
-    }
+    v->reserve = inv.context_reserve;
   }
-  json_object_put(inv);
+  for (int i = 0; rc == 0 && i < inv.ngpus && v->n < VG_SCHED_MAX_GPUS; i++) {
+    const struct vg_inv_gpu *g = &inv.gpu[i];
+    struct gpu_view *gv = &v->g[v->n++];
+    memset(gv, 0, sizeof(*gv));
+    snprintf(gv->uuid, sizeof(gv->uuid), "%s", g->uuid);
+    snprintf(gv->type, sizeof(gv->type), "%.63s", g->type); /* as long as the view keeps */
+    gv->index = (int)g->index;
+    gv->mem = g->memory;
+    /* A GPU without memory cannot be accounted: never placed on. */
+    gv->healthy = g->healthy && gv->mem > 0;
+    rc = view_resources(g, gv, why, len);
+  }
+  vg_inv_free(&inv);
   return rc;
 }
 
 static const char *inventory_text(json_object *node);
 
-static int view_from_inventory(const char *text, struct node_view *v, char *why, size_t len) {
+static enum ext_reason view_from_inventory(const char *text, struct node_view *v, char *why,
+                                           size_t len) {
   if (!text) {
-    snprintf(why, len, "no %s annotation (is vgpu-device-plugin running there?)", VG_ANN_INVENTORY);
-    return -1;
+    snprintf(why, len, "no %s annotation (is vgpu-device-plugin running there?)",
+             VG_INVENTORY_ANNOTATION);
+    return EXT_R_NO_INVENTORY;
   }
   return ext_parse_inventory(text, v, why, len);
 }
@@ -136,18 +118,18 @@ static int view_from_inventory(const char *text, struct node_view *v, char *why,
 /* What a view starts from: the inventory inv, or, for a Node without one
  * whose allocatable names nvidia.com/gpu (gpus >= 0), a foreign GPU node
  * when --foreign-gpu-nodes allows them (extender_foreign.c). */
-static int base_view(const struct vg_ext *x, const char *inv, int64_t gpus, struct node_view *v,
-                     char *why, size_t len) {
+static enum ext_reason base_view(const struct vg_ext *x, const char *inv, int64_t gpus,
+                                 struct node_view *v, char *why, size_t len) {
   if (inv || gpus < 0) return view_from_inventory(inv, v, why, len);
   if (x->foreign_gpu_nodes) {
     ext_foreign_view(v, gpus);
-    return 0;
+    return EXT_R_NONE;
   }
   snprintf(why, len,
            "no %s annotation (is vgpu-device-plugin running there?); its %s are another device "
            "plugin's, and --foreign-gpu-nodes deny keeps GPU pods off such nodes",
-           VG_ANN_INVENTORY, EXT_FOREIGN_RESOURCE);
-  return -1;
+           VG_INVENTORY_ANNOTATION, EXT_FOREIGN_RESOURCE);
+  return EXT_R_NO_INVENTORY;
 }
 
 /* The Node's allocatable nvidia.com/gpu, -1 when it names none. */
@@ -326,27 +308,28 @@ static void hold_stored(void *ctx, json_object *pod, int has, const struct vg_as
 /* Subtracts what the pods bound to the node hold: from batch's list when
  * given, else from a list of the node's pods (the store's views are built
  * by from_store). */
-static int subtract_pods(struct vg_ext *x, const char *node, const struct ext_batch *batch,
-                         struct node_view *v, char *why, size_t len) {
+static enum ext_reason subtract_pods(struct vg_ext *x, const char *node,
+                                     const struct ext_batch *batch, struct node_view *v, char *why,
+                                     size_t len) {
   if (batch) {
     json_object *items;
     for (int i = ext_batch_pods(batch, node, &items); i >= 0; i = ext_batch_next(batch, i))
       hold_pod(x, node, json_object_array_get_idx(items, (size_t)i), v);
-    return 0;
+    return EXT_R_NONE;
   }
   json_object *list = NULL;
   struct vg_err err = {{0}};
   char rv[64];
   if (vg_k8s_list_pods(x->client, node, &list, rv, sizeof(rv), &err) != 0) {
     snprintf(why, len, "cannot list the node's pods: %.400s", err.msg);
-    return -1;
+    return EXT_R_API;
   }
   json_object *items = ext_get(list, "items");
   size_t n =
       items && json_object_is_type(items, json_type_array) ? json_object_array_length(items) : 0;
   for (size_t i = 0; i < n; i++) hold_pod(x, node, json_object_array_get_idx(items, i), v);
   json_object_put(list);
-  return 0;
+  return EXT_R_NONE;
 }
 
 static double elapsed_ms(const struct timespec *a, const struct timespec *b) {
@@ -392,7 +375,7 @@ struct node_entry *ext_entry(struct vg_ext *x, const char *name) {
 }
 
 static const char *inventory_text(json_object *node) {
-  return ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_ANN_INVENTORY);
+  return ext_get_str(ext_get(ext_get(node, "metadata"), "annotations"), VG_INVENTORY_ANNOTATION);
 }
 
 /* Is e's view fresh at now (and, for a Node from the request, built from
@@ -420,13 +403,13 @@ static struct ext_store *store_for(const struct vg_ext *x, const struct node_ent
 /* *store: where a miss is to be built from (store_for). */
 static bool cached(struct vg_ext *x, struct node_entry *e, const struct timespec *now,
                    bool from_request, const char *inv, ext_view_fn use, void *ctx, char *why,
-                   size_t len, int *rc, unsigned *gen, struct ext_store **store) {
+                   size_t len, enum ext_reason *rc, unsigned *gen, struct ext_store **store) {
   pthread_mutex_lock(&x->lock);
   *gen = e->gen;
   *store = store_for(x, e, now);
   bool hit = use != NULL && fresh_at(x, e, now, from_request, inv);
   if (hit) {
-    *rc = e->rc;
+    *rc = (enum ext_reason)e->rc;
     if (e->rc != 0) /* a fitting node's why is empty: no formatting per node and request */
       snprintf(why, len, "%s", e->why);
     else if (len > 0)
@@ -469,14 +452,15 @@ bool ext_view_cached(struct vg_ext *x, const char *name, json_object *node_obj) 
 
 /* The view of node name as the store has it (read lock held), without the
  * pod exclude (or NULL); *inv: the inventory text it was built from. */
-static int from_store(struct vg_ext *x, struct ext_store *store, const char *name,
-                      json_object *node_obj, const char *exclude, struct node_view *v,
-                      const char **inv, char *why, size_t len) {
+static enum ext_reason from_store(struct vg_ext *x, struct ext_store *store, const char *name,
+                                  json_object *node_obj, const char *exclude, struct node_view *v,
+                                  const char **inv, char *why, size_t len) {
   const char *base_why = NULL;
+  enum ext_reason base_rc = EXT_R_NONE;
   const struct node_view *base = NULL;
   *inv = inventory_text(node_obj);
-  bool found = node_obj || ext_store_node(store, name, inv, &base, &base_why);
-  int rc = found ? 0 : -1;
+  bool found = node_obj || ext_store_node(store, name, inv, &base, &base_rc, &base_why);
+  enum ext_reason rc = found ? EXT_R_NONE : EXT_R_NODE_GONE;
   if (!found)
     snprintf(why, len, "node not found");
   else if (!*inv) /* a foreign GPU node, or a node without GPUs of ours */
@@ -484,7 +468,7 @@ static int from_store(struct vg_ext *x, struct ext_store *store, const char *nam
                    why, len);
   else if (node_obj || !base_why) /* the store parsed the inventory as the event came */
     rc = view_from_inventory(*inv, v, why, len);
-  else if ((rc = base ? 0 : -1) != 0)
+  else if ((rc = base ? EXT_R_NONE : base_rc) != EXT_R_NONE)
     snprintf(why, len, "%s", base_why);
   else
     ext_view_copy(v, base);
@@ -493,11 +477,11 @@ static int from_store(struct vg_ext *x, struct ext_store *store, const char *nam
   struct hold_ctx h = {x, name, v, exclude};
   ext_store_pods(store, name, hold_stored, &h);
   if (node_obj) set_allocatable(v, node_obj);
-  return 0;
+  return EXT_R_NONE;
 }
 
-int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struct node_view *v,
-                  char *why, size_t len) {
+enum ext_reason ext_bind_view(struct vg_ext *x, const char *name, const char *exclude,
+                              struct node_view *v, char *why, size_t len) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   pthread_mutex_lock(&x->lock);
@@ -508,7 +492,7 @@ int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struc
   const char *inv = NULL;
   v->n = 0;
   ext_store_read(store);
-  int rc = from_store(x, store, name, NULL, exclude, v, &inv, why, len);
+  enum ext_reason rc = from_store(x, store, name, NULL, exclude, v, &inv, why, len);
   ext_store_done(store);
   pthread_mutex_lock(&x->lock); /* the node's model and free shares, as any view read */
   if ((e = ext_find_entry(x, name)) != NULL) ext_gaps_note(x, e, v, rc == 0);
@@ -516,18 +500,18 @@ int ext_bind_view(struct vg_ext *x, const char *name, const char *exclude, struc
   return rc;
 }
 
-int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
-                  const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use, void *ctx,
-                  char *why, size_t len) {
+enum ext_reason ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                              const struct ext_batch *batch, enum ext_fresh fresh, ext_view_fn use,
+                              void *ctx, char *why, size_t len) {
   if (batch && !batch->ok) batch = NULL;
   struct node_entry *e = ext_entry(x, name);
   if (!e) {
     snprintf(why, len, "out of memory");
-    return -1;
+    return EXT_R_OTHER;
   }
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  int rc;
+  enum ext_reason rc;
   unsigned gen = 0;
   struct ext_store *store = NULL;
   bool hit = cached(x, e, &now, node_obj != NULL, inventory_text(node_obj),
@@ -550,21 +534,22 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
     node_obj = ext_batch_node(batch, name);
     if (!node_obj) {
       snprintf(why, len, "node not found");
-      store_view(x, e, &now, gen, batch, -1, NULL, &v, why);
-      return -1;
+      store_view(x, e, &now, gen, batch, EXT_R_NODE_GONE, NULL, &v, why);
+      return EXT_R_NODE_GONE;
     }
   } else if (!node_obj) {
     struct vg_err err = {{0}};
     int k = vg_k8s_get_node(x->client, name, &fetched, &err);
-    if (k != 0) {
+    if (k != 0) { /* the API server answered something else, or nothing */
       snprintf(why, len, "%s", k == VG_K8S_ENOTFOUND ? "node not found" : err.msg);
-      store_view(x, e, &now, gen, NULL, -1, NULL, &v, why);
-      return -1;
+      rc = k == VG_K8S_ENOTFOUND ? EXT_R_NODE_GONE : EXT_R_API;
+      store_view(x, e, &now, gen, NULL, rc, NULL, &v, why);
+      return rc;
     }
     node_obj = fetched;
   }
   rc = base_view(x, inventory_text(node_obj), node_gpus(node_obj), &v, why, len);
-  if (rc == 0) rc = subtract_pods(x, name, batch, &v, why, len);
+  if (rc == EXT_R_NONE) rc = subtract_pods(x, name, batch, &v, why, len);
   if (rc == 0) set_allocatable(&v, node_obj);
   store_view(x, e, &now, gen, batch, rc, inventory_text(node_obj), &v, why);
   json_object_put(fetched);
@@ -574,8 +559,8 @@ int ext_with_view(struct vg_ext *x, const char *name, json_object *node_obj,
 
 static void copy_out(void *ctx, const struct node_view *v) { ext_view_copy(ctx, v); }
 
-int ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj, enum ext_fresh fresh,
-                  struct node_view *v, char *why, size_t len) {
+enum ext_reason ext_node_view(struct vg_ext *x, const char *name, json_object *node_obj,
+                              enum ext_fresh fresh, struct node_view *v, char *why, size_t len) {
   v->n = 0;
   return ext_with_view(x, name, node_obj, NULL, fresh, copy_out, v, why, len);
 }
@@ -711,13 +696,14 @@ void ext_pending_free(struct vg_ext *x) {
   x->cap_pending = 0;
 }
 
-struct node_view *ext_base_view(const char *inventory, char *why, size_t len) {
+struct node_view *ext_base_view(const char *inventory, enum ext_reason *rc, char *why, size_t len) {
   struct node_view *v = malloc(sizeof(*v));
+  *rc = EXT_R_OTHER;
   if (!v) {
     snprintf(why, len, "out of memory");
     return NULL;
   }
-  if (view_from_inventory(inventory, v, why, len) != 0) {
+  if ((*rc = view_from_inventory(inventory, v, why, len)) != EXT_R_NONE) {
     free(v);
     return NULL;
   }

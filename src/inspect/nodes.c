@@ -12,16 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_inventory.h"
 #include "inspect.h"
-
-#define INVENTORY_ANNOTATION "vgpu.io/gpu-inventory"
-
-static bool int_field(json_object *o, const char *key, int64_t *out) {
-  json_object *v = ins_field(o, key);
-  if (v == NULL || !json_object_is_type(v, json_type_int)) return false;
-  *out = json_object_get_int64(v);
-  return *out >= 0 && *out <= INS_MAX_BYTES;
-}
 
 static const char *internal_ip(json_object *node) {
   json_object *addrs = ins_field(ins_field(node, "status"), "addresses");
@@ -38,62 +30,36 @@ static const char *internal_ip(json_object *node) {
 }
 
 /* Records resource r of a GPU once per node (the first GPU's unit wins). */
-static int add_resource(struct ins_node *n, json_object *r, struct vg_err *err) {
-  const char *name = ins_str(r, "name");
-  int64_t unit = 0;
-  if (name == NULL) return vg_err_set(err, "a resources[] entry has no name");
-  if (ins_field(r, "unit") != NULL && !int_field(r, "unit", &unit))
-    return vg_err_set(err, "resource %s: unit is not an integer in 0..2^50", name);
-  if (ins_node_resource(n, name) != NULL) return 0;
+static int add_resource(struct ins_node *n, const struct vg_inv_resource *r, struct vg_err *err) {
+  if (ins_node_resource(n, r->name) != NULL) return 0;
   struct ins_resource *res = ins_grow(&n->res, &n->nres, sizeof(*n->res));
   if (res == NULL) return vg_err_set(err, "out of memory");
-  res->name = ins_strdup(name);
-  res->dialect = ins_strdup(ins_str(r, "dialect"));
-  res->unit = unit;
+  res->name = ins_strdup(r->name);
+  res->dialect = ins_strdup(r->dialect);
+  res->unit = r->unit;
   return 0;
 }
 
-static int add_gpu(struct ins_node *n, json_object *g, size_t i, struct vg_err *err) {
-  const char *uuid = ins_str(g, "uuid"), *health = ins_str(g, "health");
-  int64_t memory = 0, index = (int64_t)i;
-  if (uuid == NULL) return vg_err_set(err, "gpus[%zu].uuid is missing", i);
-  if (!int_field(g, "memory", &memory))
-    return vg_err_set(err, "gpus[%zu].memory is missing or not an integer in 0..2^50", i);
-  if (health == NULL) return vg_err_set(err, "gpus[%zu].health is missing", i);
-  if (ins_field(g, "index") != NULL && !int_field(g, "index", &index))
-    return vg_err_set(err, "gpus[%zu].index is not an integer in 0..2^50", i);
+static int add_gpu(struct ins_node *n, const struct vg_inv_gpu *g, struct vg_err *err) {
   struct ins_gpu *gpu = ins_grow(&n->gpu, &n->ngpus, sizeof(*n->gpu));
   if (gpu == NULL) return vg_err_set(err, "out of memory");
-  gpu->index = (int)index;
-  gpu->uuid = ins_strdup(uuid);
-  gpu->type = ins_strdup(ins_str(g, "type"));
-  gpu->healthy = strcmp(health, "Healthy") == 0;
-  gpu->reason = ins_str(g, "reason") != NULL ? ins_strdup(ins_str(g, "reason")) : NULL;
-  gpu->memory = memory;
-  json_object *res = ins_field(g, "resources");
-  size_t nres =
-      res != NULL && json_object_is_type(res, json_type_array) ? json_object_array_length(res) : 0;
-  for (size_t r = 0; r < nres; r++)
-    if (add_resource(n, json_object_array_get_idx(res, r), err) != 0) return -1;
+  gpu->index = (int)g->index;
+  gpu->uuid = ins_strdup(g->uuid);
+  gpu->type = ins_strdup(g->type);
+  gpu->healthy = g->healthy;
+  gpu->reason = g->reason[0] ? ins_strdup(g->reason) : NULL;
+  gpu->memory = g->memory;
+  for (int r = 0; r < g->nres; r++)
+    if (add_resource(n, &g->res[r], err) != 0) return -1;
   return 0;
 }
 
+/* The node's GPUs from the annotation's codec (k8s/gpu_inventory.h). */
 static int parse_inventory(struct ins_node *n, const char *text, struct vg_err *err) {
-  json_object *doc = json_tokener_parse(text);
-  int64_t version = 0;
-  int rc = 0;
-  json_object *gpus = ins_field(doc, "gpus");
-  if (doc == NULL || !json_object_is_type(doc, json_type_object)) {
-    rc = vg_err_set(err, "not a JSON object");
-  } else if (!int_field(doc, "version", &version) || version != 1) {
-    rc = vg_err_set(err, "version is not 1 (this inspect reads version 1)");
-  } else if (gpus == NULL || !json_object_is_type(gpus, json_type_array)) {
-    rc = vg_err_set(err, "gpus is missing or not an array");
-  } else {
-    for (size_t i = 0; rc == 0 && i < json_object_array_length(gpus); i++)
-      rc = add_gpu(n, json_object_array_get_idx(gpus, i), i, err);
-  }
-  json_object_put(doc);
+  struct vg_inv inv;
+  int rc = vg_inv_parse(text, &inv, err);
+  for (int i = 0; rc == 0 && i < inv.ngpus; i++) rc = add_gpu(n, &inv.gpu[i], err);
+  vg_inv_free(&inv);
   return rc;
 }
 
@@ -104,7 +70,7 @@ static int by_name(const void *a, const void *b) {
 static int add_node(json_object *item, struct ins_cluster *cl, struct vg_err *err) {
   json_object *meta = ins_field(item, "metadata");
   const char *name = ins_str(meta, "name");
-  const char *text = ins_str(ins_field(meta, "annotations"), INVENTORY_ANNOTATION);
+  const char *text = ins_str(ins_field(meta, "annotations"), VG_INVENTORY_ANNOTATION);
   if (name == NULL || text == NULL) return 0;
   struct ins_node *n = ins_grow(&cl->node, &cl->nnodes, sizeof(*cl->node));
   if (n == NULL) return vg_err_set(err, "out of memory");
@@ -115,7 +81,7 @@ static int add_node(json_object *item, struct ins_cluster *cl, struct vg_err *er
                      json_object_get_boolean(cordoned);
   struct vg_err e = {""};
   if (parse_inventory(n, text, &e) != 0) {
-    ins_warn(cl, "node %s: annotation %s: %s; node left out", name, INVENTORY_ANNOTATION, e.msg);
+    ins_warn(cl, "node %s: annotation %s: %s; node left out", name, VG_INVENTORY_ANNOTATION, e.msg);
     ins_node_free(n);
     cl->nnodes--;
   }

@@ -45,6 +45,8 @@
 
 #include <json-c/json.h>
 
+#include "assignment.h"
+#include "assignment_mac.h"
 #include "err.h"
 #include "resources.h"
 #include "writers.h"
@@ -55,8 +57,9 @@
 #define VG_WH_ORIGINAL_ANNOTATION "vgpu.io/original-scheduler-name"
 /* What the API server defaults an absent spec.schedulerName to. */
 #define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
-#define VG_WH_ASSIGNED_ANNOTATION "vgpu.io/assigned"
-#define VG_WH_ASSIGNED_MAC_ANNOTATION "vgpu.io/assigned-mac"
+/* The keys the guard keeps, from their codecs (k8s/assignment.h, k8s/assignment_mac.h). */
+#define VG_WH_ASSIGNED_ANNOTATION VG_ASSIGNED_ANNOTATION
+#define VG_WH_ASSIGNED_MAC_ANNOTATION VG_ASSIGNED_MAC_ANNOTATION
 /* The label a routed pod carries: the API server sends the UPDATEs of the
  * pods that have it, and only those, to the guard (the ValidatingWebhook
  * vgpu-guard's objectSelector), so an outage of ours cannot block updates of

@@ -78,6 +78,61 @@ static void test_status_and_ack(void **s) {
   assert_int_equal(vg_resize_node_parse("{\"id\":7}", id, &err), -1);
 }
 
+static void status_refused(const char *text, const char *words) {
+  struct vg_resize_status st;
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_status_parse(text, &st, &err), -1);
+  if (strstr(err.msg, words) == NULL) fail_msg("\"%s\": \"%s\" lacks \"%s\"", text, err.msg, words);
+}
+
+static void ack_refused(const char *text, const char *words) {
+  char id[VG_RESIZE_ID_MAX];
+  struct vg_err err = {""};
+  assert_int_equal(vg_resize_node_parse(text, id, &err), -1);
+  if (strstr(err.msg, words) == NULL) fail_msg("\"%s\": \"%s\" lacks \"%s\"", text, err.msg, words);
+}
+
+/* Every way the status and the acknowledgement are refused, each naming the
+ * annotation and the field; and both writers' texts read back. */
+static void test_status_and_ack_refusals(void **s) {
+  (void)s;
+  status_refused("", VG_RESIZE_STATUS_ANNOTATION " is not JSON");
+  status_refused("\"Refused\"", VG_RESIZE_STATUS_ANNOTATION " is not a JSON object");
+  status_refused("{\"phase\":\"Refused\"}", "\"id\" is missing or not a string");
+  status_refused("{\"id\":4,\"phase\":\"Refused\"}", "\"id\" is missing or not a string");
+  status_refused("{\"id\":\"\",\"phase\":\"Refused\"}", "\"id\" is empty or too long");
+  status_refused("{\"id\":\"a\\t\",\"phase\":\"Refused\"}", "\"id\" has a control character");
+  status_refused("{\"id\":\"a\"}", "\"phase\" is missing or not a string");
+  status_refused("{\"id\":\"a\",\"phase\":\"AcceptedAndApplied\"}",
+                 "\"phase\" is empty or too long");
+  status_refused("{\"id\":\"a\",\"phase\":\"accepted\"}", "none of Accepted, Applied, Refused");
+  status_refused("{\"id\":\"a\",\"phase\":\"Applied\",\"reason\":[]}",
+                 "\"reason\" is not a string");
+  ack_refused("{", VG_RESIZE_NODE_ANNOTATION " is not JSON");
+  ack_refused("[]", VG_RESIZE_NODE_ANNOTATION " is not a JSON object");
+  ack_refused("{}", "\"id\" is missing or not a string");
+  ack_refused("{\"id\":\"\"}", "\"id\" is empty or too long");
+  ack_refused("{\"id\":\"a\\u007f\"}", "\"id\" has a control character");
+  char big[200];
+  snprintf(big, sizeof(big), "{\"id\":\"%070d\"}", 0);
+  ack_refused(big, "\"id\" is empty or too long");
+  /* The writers' texts read back. */
+  char id[VG_RESIZE_ID_MAX];
+  struct vg_err err = {""};
+  char *text = vg_resize_node_format("r5");
+  assert_int_equal(vg_resize_node_parse(text, id, &err), 0);
+  assert_string_equal(id, "r5");
+  free(text);
+  struct vg_resize_status st = {.phase = VG_RESIZE_APPLIED}, back;
+  snprintf(st.id, sizeof(st.id), "r5");
+  text = vg_resize_status_format(&st);
+  assert_string_equal(text, "{\"id\":\"r5\",\"phase\":\"Applied\",\"reason\":\"\"}");
+  assert_int_equal(vg_resize_status_parse(text, &back, &err), 0);
+  assert_int_equal(back.phase, VG_RESIZE_APPLIED);
+  free(text);
+  assert_string_equal(vg_resize_phase_name((enum vg_resize_phase)7), "?");
+}
+
 /* The status a party puts into its patch reads back as written. */
 static void test_status_put(void **s) {
   (void)s;
@@ -120,7 +175,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request),        cmocka_unit_test(test_request_refusals),
       cmocka_unit_test(test_status_and_ack), cmocka_unit_test(test_status_put),
-      cmocka_unit_test(test_view),
+      cmocka_unit_test(test_view),           cmocka_unit_test(test_status_and_ack_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

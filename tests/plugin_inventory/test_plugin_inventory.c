@@ -180,6 +180,18 @@ static int teardown(void **state) {
 
 /* ---- tests ---- */
 
+#define DOC_GPU(i)                                                                              \
+  "{\"index\":" #i ",\"uuid\":\"GPU-5a1a0000-0000-4000-8000-00000000000" #i                     \
+  "\","                                                                                         \
+  "\"type\":\"NVIDIA A100-SXM4-16GB (vgpu-sim)\",\"memory\":17179869184,\"numa\":0,"            \
+  "\"health\":\"Healthy\",\"resources\":[{\"name\":\"nvidia.com\\/vgpu\",\"dialect\":\"vgpu\"," \
+  "\"count\":4,\"unit\":0,\"memory\":17179869184,\"cores\":100},"                               \
+  "{\"name\":\"aliyun.com\\/gpu-mem\",\"dialect\":\"gpushare\",\"count\":16,"                   \
+  "\"unit\":1073741824}]}"
+#define DOC_TEXT                    \
+  "{\"version\":1,\"node\":\"" NODE \
+  "\",\"contextReserve\":536870912,\"gpus\":[" DOC_GPU(0) "," DOC_GPU(1) "]}"
+
 static void test_build(void **state) {
   (void)state;
   json_object *doc = vg_inventory_build(&cfg, NODE, gpus, n_gpus, NULL, 0);
@@ -209,6 +221,9 @@ static void test_build(void **state) {
   assert_string_equal(str_of(r1, "name"), "aliyun.com/gpu-mem");
   assert_int_equal(int_of(r1, "count"), 16);
   assert_int_equal(int_of(r1, "unit"), 1LL << 30);
+  /* Byte for byte what it was before the codec (k8s/gpu_inventory.c) wrote
+   * it: a node agent upgraded in place finds its Node's annotation current. */
+  assert_string_equal(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), DOC_TEXT);
   json_object_put(doc);
 }
 

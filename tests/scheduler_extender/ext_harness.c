@@ -444,3 +444,41 @@ struct vg_resize_status ext_resize_wait_status(const char *pod, const char *id) 
   fail_msg("no resize status for %s on pod %s", id, pod);
   return (struct vg_resize_status){0};
 }
+
+char *ext_assign1(const char *node, const char *resource, const char *uuid, long long memory,
+                  int cores) {
+  char *s = NULL;
+  if (asprintf(&s,
+               "{\"version\":1,\"node\":\"%s\",\"containers\":[{\"name\":\"main\",\"resource\":"
+               "\"%s\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%lld,\"cores\":%d}]}]}",
+               node, resource, uuid, memory, cores) < 0)
+    abort();
+  return s;
+}
+
+void ext_add_holder(const char *pod, const char *node, const char *resource, const char *uuid,
+                    long long memory, int cores) {
+  char *a = ext_assign1(node, resource, uuid, memory, cores);
+  ext_add_pod(pod, "\"cpu\":\"1\"", NULL, node, a);
+  free(a);
+}
+
+void ext_add_foreign(const char *name, const char *gpus) {
+  char *text = NULL;
+  if (asprintf(&text,
+               "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+               "\"annotations\":{}},\"status\":{\"allocatable\":{\"cpu\":\"64\","
+               "\"memory\":\"256Gi\"%s%s%s}}}",
+               name, gpus ? ",\"nvidia.com/gpu\":\"" : "", gpus ? gpus : "", gpus ? "\"" : "") < 0)
+    abort();
+  ext_admin("/_test/nodes", text);
+  free(text);
+}
+
+double ext_metric(const char *text, const char *series) {
+  char want[300];
+  snprintf(want, sizeof(want), "\n%s ", series);
+  const char *p = strstr(text, want);
+  if (p == NULL) fail_msg("no %s in\n%s", series, text);
+  return atof(p + strlen(want));
+}

@@ -106,4 +106,18 @@ void ext_expect_contains(const char *s, const char *part);
 /* The Score prioritize gave host. */
 int ext_score(json_object *list, const char *host);
 
+/* A vgpu.io/assigned value: one container "main" holding memory bytes and
+ * cores percent of one GPU (caller frees). */
+char *ext_assign1(const char *node, const char *resource, const char *uuid, long long memory,
+                  int cores);
+/* A running pod on node holding that (ext_assign1). */
+void ext_add_holder(const char *pod, const char *node, const char *resource, const char *uuid,
+                    long long memory, int cores);
+/* A Node with no inventory whose allocatable names nvidia.com/gpu: gpus
+ * (NULL: not named, a node without GPUs). */
+void ext_add_foreign(const char *name, const char *gpus);
+/* A sample's value in a /metrics text, found by its full name and labels
+ * (fails the test when there is none). */
+double ext_metric(const char *text, const char *series);
+
 #endif

@@ -42,25 +42,6 @@
 #define CCE(max) "[" CCE_ENTRY(max) "]"
 #define CCE_RES "volcano.sh/gpu-mem.128Mi"
 
-/* A vgpu.io/assigned value: one container "main" holding one GPU. */
-static char *assign1(const char *node, const char *resource, const char *uuid, long long memory,
-                     int cores) {
-  char *s = NULL;
-  if (asprintf(&s,
-               "{\"version\":1,\"node\":\"%s\",\"containers\":[{\"name\":\"main\",\"resource\":"
-               "\"%s\",\"gpus\":[{\"uuid\":\"%s\",\"index\":0,\"memory\":%lld,\"cores\":%d}]}]}",
-               node, resource, uuid, memory, cores) < 0)
-    abort();
-  return s;
-}
-
-static void add_holder(const char *pod, const char *node, const char *resource, const char *uuid,
-                       long long memory, int cores) {
-  char *a = assign1(node, resource, uuid, memory, cores);
-  ext_add_pod(pod, "\"cpu\":\"1\"", NULL, node, a);
-  free(a);
-}
-
 /* Filter of a pod with these limits/annotations over names; the answer. */
 static json_object *filter(const char *limits, const char *annotations, const char *names) {
   char *pod = ext_pod_json("probe", limits, annotations, NULL, NULL);
@@ -121,37 +102,37 @@ static int setup(void **state) {
   (void)state;
   if (ext_api_start() != 0) return -1;
   ext_add_node("gs-a", 2, 16, A100, "[" GS_GIB "]", 0);
-  add_holder("gs-a-holder", "gs-a", "aliyun.com/gpu-mem", "GPU-gs-a-0", 10 * EXT_GIB, 0);
+  ext_add_holder("gs-a-holder", "gs-a", "aliyun.com/gpu-mem", "GPU-gs-a-0", 10 * EXT_GIB, 0);
   ext_add_node("gs-mib", 1, 16, A100, "[" GS_MIB "]", 0);
   ext_add_node("ts-a", 2, 16, T4, TS4, 0);
   ext_add_node("ts-shared", 1, 16, T4, TS_SHARED2, 0);
   ext_add_node("cce-a", 2, 16, A100, CCE(20), 0);
-  add_holder("cce-a-holder", "cce-a", CCE_RES, "GPU-cce-a-0", 8 * 134217728LL, 0);
+  ext_add_holder("cce-a-holder", "cce-a", CCE_RES, "GPU-cce-a-0", 8 * 134217728LL, 0);
   ext_add_node("cce-b", 1, 16, A100, CCE(2), 0);
-  add_holder("cce-b-1", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
-  add_holder("cce-b-2", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
+  ext_add_holder("cce-b-1", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
+  ext_add_holder("cce-b-2", "cce-b", CCE_RES, "GPU-cce-b-0", 134217728LL, 0);
   ext_add_node("mix", 1, 16, A100, "[" VGPU16 "," GS_GIB "]", 0);
-  add_holder("mix-holder", "mix", "nvidia.com/vgpu", "GPU-mix-0", 12 * EXT_GIB, 0);
+  ext_add_holder("mix-holder", "mix", "nvidia.com/vgpu", "GPU-mix-0", 12 * EXT_GIB, 0);
   ext_add_node("t4-node", 1, 16, T4, "[" VGPU16 "]", 0);
   ext_add_node("a100-node", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("sel", 2, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("pack", 2, 16, A100, "[" VGPU16 "]", 0);
-  add_holder("pack-holder", "pack", "nvidia.com/vgpu", "GPU-pack-0", 4 * EXT_GIB, 25);
+  ext_add_holder("pack-holder", "pack", "nvidia.com/vgpu", "GPU-pack-0", 4 * EXT_GIB, 25);
   ext_add_node("nl-busy", 1, 16, A100, "[" VGPU16 "]", 0);
-  add_holder("nl-busy-holder", "nl-busy", "nvidia.com/vgpu", "GPU-nl-busy-0", 8 * EXT_GIB, 50);
+  ext_add_holder("nl-busy-holder", "nl-busy", "nvidia.com/vgpu", "GPU-nl-busy-0", 8 * EXT_GIB, 50);
   ext_add_node("nl-idle", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_context_reserve = 512 * 1048576LL; /* 512 MiB per slice for CUDA contexts */
   ext_add_node("ctx", 1, 16, A100, "[" VGPU16 "," CCE_ENTRY(20) "," GS_GIB "]", 0);
-  add_holder("ctx-holder", "ctx", "nvidia.com/vgpu", "GPU-ctx-0", 8 * EXT_GIB, 0);
+  ext_add_holder("ctx-holder", "ctx", "nvidia.com/vgpu", "GPU-ctx-0", 8 * EXT_GIB, 0);
   ext_add_node("ctx-alone", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_context_reserve = 0;
   ext_add_node("mc-small", 2, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("watch-n", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("nowatch-n", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("mc-big", 4, 16, A100, "[" VGPU16 "]", 0);
-  add_holder("mc-big-holder", "mc-big", "nvidia.com/vgpu", "GPU-mc-big-0", 8 * EXT_GIB, 50);
+  ext_add_holder("mc-big-holder", "mc-big", "nvidia.com/vgpu", "GPU-mc-big-0", 8 * EXT_GIB, 50);
   ext_add_node("excl", 1, 16, A100, "[" VGPU16 "]", 0);
-  add_holder("excl-holder", "excl", "nvidia.com/vgpu", "GPU-excl-0", EXT_GIB, 10);
+  ext_add_holder("excl-holder", "excl", "nvidia.com/vgpu", "GPU-excl-0", EXT_GIB, 10);
   ext_add_node("rr", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("cc", 1, 16, A100,
                "[{\"name\":\"nvidia.com/vgpu\",\"dialect\":\"vgpu\",\"count\":8,\"unit\":0,"
@@ -164,8 +145,8 @@ static int setup(void **state) {
   ext_add_node("huge", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("canon-v", 1, 16, A100, "[" VGPU16 "]", 0);
   ext_add_node("canon-gs", 1, 16, A100, "[" GS_MIB "]", 0);
-  add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
-  add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
+  ext_add_holder("huge-1", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
+  ext_add_holder("huge-2", "huge", "nvidia.com/vgpu", "GPU-huge-0", 9000000000000000000LL, 0);
   return ext_sched_start(NULL);
 }
 
@@ -353,7 +334,7 @@ static void test_cce(void **s) {
   for (int i = 0; i < 20; i++) {
     char name[32];
     snprintf(name, sizeof(name), "cce-20-%d", i);
-    add_holder(name, "cce-20", CCE_RES, "GPU-cce-20-0", 134217728LL, 0);
+    ext_add_holder(name, "cce-20", CCE_RES, "GPU-cce-20-0", 134217728LL, 0);
   }
   expect_misfit("\"volcano.sh/gpu-mem.128Mi\":\"1\"", NULL, "cce-20",
                 "GPU-cce-20-0 already holds 20 CCE slices, the most one GPU takes (maxVgpus)");
@@ -727,14 +708,15 @@ static void test_watch_drops_changed_views(void **s) {
   ext_sched_stop(false);
   assert_int_equal(ext_sched_start(blind), 0);
   assert_true(fits_on("nowatch-n")); /* cached from here on */
-  add_holder("nowatch-holder", "nowatch-n", "nvidia.com/vgpu", "GPU-nowatch-n-0", 8 * EXT_GIB, 0);
+  ext_add_holder("nowatch-holder", "nowatch-n", "nvidia.com/vgpu", "GPU-nowatch-n-0", 8 * EXT_GIB,
+                 0);
   usleep(1500 * 1000);
   assert_true(fits_on("nowatch-n")); /* stale: nothing told it */
   ext_sched_stop(false);
   assert_int_equal(ext_sched_start(watching), 0);
   ext_wait_watching();
   assert_true(fits_on("watch-n"));
-  add_holder("watch-holder", "watch-n", "nvidia.com/vgpu", "GPU-watch-n-0", 8 * EXT_GIB, 0);
+  ext_add_holder("watch-holder", "watch-n", "nvidia.com/vgpu", "GPU-watch-n-0", 8 * EXT_GIB, 0);
   bool seen = false;
   for (int i = 0; i < 100 && !seen; i++) { /* up to 10 s on a loaded machine */
     seen = !fits_on("watch-n");
@@ -768,7 +750,7 @@ static void test_ttl0_watch_fed(void **s) {
   assert_int_equal(ext_api_gets(), gets);
 
   /* A pod bound by someone else takes 8 of wf-pod's 16 GiB. */
-  add_holder("wf-holder", "wf-pod", "nvidia.com/vgpu", "GPU-wf-pod-0", 8 * EXT_GIB, 0);
+  ext_add_holder("wf-holder", "wf-pod", "nvidia.com/vgpu", "GPU-wf-pod-0", 8 * EXT_GIB, 0);
   assert_false(fits_on("wf-pod"));
   /* wf-inv's device plugin reports its GPU Unhealthy. */
   ext_add_node("wf-inv", 1, 16, A100, "[" VGPU16 "]", 1);
@@ -795,7 +777,7 @@ static void test_store_after_expiry(void **s) {
   (void)s;
   ext_wait_watching(); /* so that ext_admin waits for the events of what follows */
   ext_add_node("wf-gone", 1, 16, A100, "[" VGPU16 "]", 0);
-  add_holder("wf-gone-holder", "wf-gone", "nvidia.com/vgpu", "GPU-wf-gone-0", 8 * EXT_GIB, 0);
+  ext_add_holder("wf-gone-holder", "wf-gone", "nvidia.com/vgpu", "GPU-wf-gone-0", 8 * EXT_GIB, 0);
   assert_false(fits_on("wf-gone"));
   ext_admin("/_test/compact", "{}");
   struct vg_k8s_response r;

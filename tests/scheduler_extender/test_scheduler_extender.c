@@ -136,8 +136,6 @@ static void test_filter_node_names(void **s) {
   free(pod);
 }
 
-static double metric(const char *text, const char *series);
-
 static int count_of(const char *s, const char *part) {
   int n = 0;
   for (const char *p = s; (p = strstr(p, part)) != NULL; p += strlen(part)) n++;
@@ -233,7 +231,7 @@ static void test_unreadable_assignment(void **s) {
   (void)s;
   char *out = NULL;
   assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
-  double before = metric(out, "vgpu_scheduler_bad_assignments_total");
+  double before = ext_metric(out, "vgpu_scheduler_bad_assignments_total");
   free(out);
   add_node("bad-1", 2, 16, 4, false);
   add_pod("cut", 1, 4096, 0, "bad-1", /* truncated, but names GPU 0 */
@@ -271,7 +269,7 @@ static void test_unreadable_assignment(void **s) {
   free(body);
   free(pod);
   assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
-  assert_true(metric(out, "vgpu_scheduler_bad_assignments_total") == before + 3);
+  assert_true(ext_metric(out, "vgpu_scheduler_bad_assignments_total") == before + 3);
   free(out);
 }
 
@@ -704,15 +702,6 @@ static void test_garbage(void **s) {
   free(out);
 }
 
-/* A sample's value, found by its full name and labels. */
-static double metric(const char *text, const char *series) {
-  char want[300];
-  snprintf(want, sizeof(want), "\n%s ", series);
-  const char *p = strstr(text, want);
-  if (p == NULL) fail_msg("no %s in\n%s", series, text);
-  return atof(p + strlen(want));
-}
-
 /* After the tests above: why nodes failed, binds by result, the latency
  * histogram; and promtool (Debian's prometheus) accepts the text. */
 static void test_metrics_after(void **s) {
@@ -720,24 +709,26 @@ static void test_metrics_after(void **s) {
   char *out;
   assert_int_equal(ext_call("/metrics", NULL, 0, &out), 200);
   /* node-c has no inventory, node-b is too small for 12 GiB, node-d's GPU is Unhealthy */
-  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"no_inventory\"}") >= 1);
-  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_large\"}") >= 1);
-  assert_true(metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_few_gpus\"}") >= 1);
-  assert_true(metric(out, "vgpu_scheduler_binds_total{result=\"ok\"}") >= 1);
-  assert_true(metric(out, "vgpu_scheduler_binds_total{result=\"no_fit\"}") >= 1); /* the race */
-  assert_true(metric(out, "vgpu_scheduler_assigned_gpus_total") >= 1);
-  double filters = metric(out, "vgpu_scheduler_request_duration_seconds_count{verb=\"filter\"}");
+  assert_true(ext_metric(out, "vgpu_scheduler_node_failures_total{reason=\"no_inventory\"}") >= 1);
+  assert_true(ext_metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_large\"}") >= 1);
+  assert_true(ext_metric(out, "vgpu_scheduler_node_failures_total{reason=\"too_few_gpus\"}") >= 1);
+  assert_true(ext_metric(out, "vgpu_scheduler_binds_total{result=\"ok\"}") >= 1);
+  assert_true(ext_metric(out, "vgpu_scheduler_binds_total{result=\"no_fit\"}") >= 1); /* the race */
+  assert_true(ext_metric(out, "vgpu_scheduler_assigned_gpus_total") >= 1);
+  double filters =
+      ext_metric(out, "vgpu_scheduler_request_duration_seconds_count{verb=\"filter\"}");
   assert_true(filters >= 2);
   assert_true(
-      metric(out, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"}") ==
+      ext_metric(out,
+                 "vgpu_scheduler_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"}") ==
       filters);
-  assert_true(metric(out, "vgpu_scheduler_bad_requests_total") >= 1);
-  assert_true(metric(out, "vgpu_scheduler_refused_pods_total") >= 10); /* test_refused_pods */
+  assert_true(ext_metric(out, "vgpu_scheduler_bad_requests_total") >= 1);
+  assert_true(ext_metric(out, "vgpu_scheduler_refused_pods_total") >= 10); /* test_refused_pods */
   /* node-a: 2 x 16 GiB, pod "old" holds 8 GiB of GPU 0 (its view was read by bind) */
-  assert_true(metric(out, "vgpu_scheduler_node_gpus{node=\"node-a\"}") == 2);
-  assert_true(metric(out, "vgpu_scheduler_node_gpu_memory_bytes{node=\"node-a\"}") ==
+  assert_true(ext_metric(out, "vgpu_scheduler_node_gpus{node=\"node-a\"}") == 2);
+  assert_true(ext_metric(out, "vgpu_scheduler_node_gpu_memory_bytes{node=\"node-a\"}") ==
               32.0 * (1 << 30));
-  assert_true(metric(out, "vgpu_scheduler_node_gpu_memory_allocated_bytes{node=\"node-a\"}") >=
+  assert_true(ext_metric(out, "vgpu_scheduler_node_gpu_memory_allocated_bytes{node=\"node-a\"}") >=
               8.0 * (1 << 30));
   char path[] = "/tmp/vgpu-sched-metrics-XXXXXX";
   int fd = mkstemp(path);

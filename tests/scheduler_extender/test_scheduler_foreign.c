@@ -33,30 +33,16 @@
   "10737418240,\"cores\":100}]"
 #define PLAIN(n) "\"nvidia.com/gpu\":\"" n "\""
 
-/* A Node with no inventory whose allocatable names nvidia.com/gpu: gpus
- * (NULL: not named, a node without GPUs). */
-static void add_foreign(const char *name, const char *gpus) {
-  char *text = NULL;
-  if (asprintf(&text,
-               "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
-               "\"annotations\":{}},\"status\":{\"allocatable\":{\"cpu\":\"64\","
-               "\"memory\":\"256Gi\"%s%s%s}}}",
-               name, gpus ? ",\"nvidia.com/gpu\":\"" : "", gpus ? gpus : "", gpus ? "\"" : "") < 0)
-    abort();
-  ext_admin("/_test/nodes", text);
-  free(text);
-}
-
 static int setup(void **state) {
   (void)state;
   if (ext_api_start() != 0 || ext_sched_start(NULL) != 0) return -1;
   ext_wait_watching();
   ext_add_node("vg", 1, 10, "A100", VGPU_AS_GPU, 0);
-  add_foreign("nv-a", "2");
-  add_foreign("nv-b", "4");
-  add_foreign("nv-full", "2");
-  add_foreign("nv-resv", "2");
-  add_foreign("no-gpus", NULL);
+  ext_add_foreign("nv-a", "2");
+  ext_add_foreign("nv-b", "4");
+  ext_add_foreign("nv-full", "2");
+  ext_add_foreign("nv-resv", "2");
+  ext_add_foreign("no-gpus", NULL);
   /* Another scheduler's pod on nv-full: 2 GPUs, no vgpu.io/assigned. A
    * finished one holds nothing. */
   ext_add_pod("nv-holder", PLAIN("2"), NULL, "nv-full", NULL);
