@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dialect.h"
+#include "advertise.h"
 #include "log.h"
 
 static json_object *resource_json(const struct vg_plugin_config *cfg, const struct vg_gpu *g,
