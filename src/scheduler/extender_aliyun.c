@@ -45,7 +45,7 @@ static int64_t gpu_units(const struct node_view *v, int index) {
   for (int j = 0; j < v->n; j++) {
     if (v->g[j].index != index) continue;
     for (int k = 0; k < v->g[j].nres; k++)
-      if (v->g[j].res[k].dialect == EXT_GPUSHARE) return v->g[j].res[k].count;
+      if (v->g[j].res[k].dialect == VG_DIALECT_GPUSHARE) return v->g[j].res[k].count;
   }
   return 0;
 }

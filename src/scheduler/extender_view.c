@@ -28,19 +28,6 @@
 
 #define MAX_BYTES (1LL << 50) /* 1 PiB: no GPU comes near; keeps products in range */
 
-static enum ext_dialect dialect_of(const char *s) {
-  static const struct {
-    const char *name;
-    enum ext_dialect d;
-  } t[] = {{"vgpu", EXT_VGPU},
-           {"gpushare", EXT_GPUSHARE},
-           {"timeSlicing", EXT_TIMESLICING},
-           {"cce", EXT_CCE}};
-  for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
-    if (strcmp(s, t[i].name) == 0) return t[i].d;
-  return EXT_NONE;
-}
-
 static int64_t get_i64(json_object *o, const char *key, int64_t dflt) {
   json_object *v = ext_get(o, key);
   return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
@@ -51,8 +38,8 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
   for (size_t k = 0; k < nr; k++) {
     json_object *r = json_object_array_get_idx(res, k);
     const char *name = ext_get_str(r, "name");
-    enum ext_dialect d = dialect_of(ext_get_str(r, "dialect"));
-    if (!name || d == EXT_NONE) continue; /* a dialect this scheduler does not place */
+    enum vg_dialect d = vg_dialect_from_name(ext_get_str(r, "dialect"));
+    if (!name || d == VG_DIALECT_NONE) continue; /* a dialect this scheduler does not place */
     if (gv->nres == EXT_MAX_RES) {
       snprintf(why, len, "annotation %s: GPU %s advertises more than %d resources",
                VG_ANN_INVENTORY, gv->uuid, EXT_MAX_RES);
@@ -66,7 +53,7 @@ static int parse_resources(json_object *res, struct gpu_view *gv, char *why, siz
     rv->memory = get_i64(r, "memory", gv->mem);
     rv->cores = (int)get_i64(r, "cores", 100);
     rv->max_vgpus = (int)get_i64(r, "maxVgpus", EXT_CCE_MAX_VGPUS);
-    if (d == EXT_CCE) rv->unit = EXT_CCE_UNIT;
+    if (d == VG_DIALECT_CCE) rv->unit = EXT_CCE_UNIT;
     if (rv->count < 0 || rv->unit < 0 || rv->unit > MAX_BYTES || rv->memory < 0 ||
         rv->memory > MAX_BYTES || rv->cores < 0 || rv->max_vgpus < 0) {
       snprintf(why, len,
@@ -162,8 +149,8 @@ static int64_t node_gpus(json_object *node) {
 /* Device IDs an assignment entry of `memory` bytes holds of resource r. */
 static int ids_of(const struct res_view *r, const struct gpu_view *g, int64_t memory) {
   int64_t per = r->unit;
-  if (r->dialect == EXT_VGPU) return 1;
-  if (r->dialect == EXT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
+  if (r->dialect == VG_DIALECT_VGPU) return 1;
+  if (r->dialect == VG_DIALECT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
   if (per <= 0) return 1;
   int64_t n = memory / per;
   return n < 1 ? 1 : n > (1 << 20) ? (1 << 20) : (int)n;
@@ -180,7 +167,7 @@ void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int 
     if (strcmp(r->name, resource) != 0) continue;
     r->slices_used++;
     r->ids_used += ids_of(r, g, memory);
-    if (r->dialect == EXT_CCE) g->cce_mode = cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM;
+    if (r->dialect == VG_DIALECT_CCE) g->cce_mode = cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM;
   }
 }
 

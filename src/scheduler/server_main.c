@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "assignment_mac.h"
+#include "dialect.h"
 #include "extender.h"
 #include "httpd.h"
 #include "log.h"
@@ -31,7 +32,7 @@ static void usage(FILE *f) {
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "                      [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]\n"
           "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
-          "                      [--foreign-gpu-nodes allow|deny]\n"
+          "                      [--foreign-gpu-nodes allow|deny] [--resource KEY=NAME]...\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -71,7 +72,10 @@ static void usage(FILE *f) {
           "                      nvidia.com/gpu runs another device plugin: allow (default)\n"
           "                      places pods asking only whole nvidia.com/gpu there, below\n"
           "                      every vgpu node; deny fails every GPU pod there\n"
-          "  --version           print the version and exit\n");
+          "  --resource KEY=NAME the name a resource was renamed to in the device plugin's\n"
+          "                      configuration, KEY its key there (repeatable; %s)\n"
+          "  --version           print the version and exit\n",
+          vg_resource_keys());
 }
 
 int main(int argc, char **argv) {
@@ -89,6 +93,7 @@ int main(int argc, char **argv) {
                                        {"workload-prior", required_argument, NULL, 'P'},
                                        {"assignment-key", required_argument, NULL, 'K'},
                                        {"foreign-gpu-nodes", required_argument, NULL, 'F'},
+                                       {"resource", required_argument, NULL, 'R'},
                                        {NULL, 0, NULL, 0}};
   const char *listen = NULL, *kubeconfig = NULL, *policy = "vgpu", *key_file = NULL;
   const char *foreign = "allow";
@@ -96,6 +101,8 @@ int main(int argc, char **argv) {
   bool watch = true;
   double half_life = VG_EXT_WORKLOAD_HALF_LIFE, prior = VG_EXT_WORKLOAD_PRIOR;
   struct vg_ext_server_limits limits = {0};
+  static struct vg_resource_names names; /* pods are read with these while serving */
+  vg_resource_names_default(&names);
   int c;
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   while ((c = vg_getopt_long(argc, argv, "h", opts, "vgpu-scheduler")) != -1) {
@@ -179,6 +186,14 @@ int main(int argc, char **argv) {
         }
         foreign = optarg;
         break;
+      case 'R': {
+        struct vg_err rerr = {{0}};
+        if (vg_resource_names_set(&names, optarg, &rerr) != 0) {
+          fprintf(stderr, "vgpu-scheduler: %s\n", rerr.msg);
+          return 2;
+        }
+        break;
+      }
       case 'h':
         usage(stdout);
         return 0;
@@ -239,6 +254,7 @@ int main(int argc, char **argv) {
   struct vg_ext *x = vg_ext_new(client, policy, ttl, &err);
   if (x) vg_ext_set_assignment_key(x, key);
   if (x) vg_ext_set_foreign_gpu_nodes(x, strcmp(foreign, "allow") == 0);
+  vg_ext_set_resource_names(&names);
   if (x && vg_ext_set_workload_window(x, half_life, prior, &err) != 0) {
     vg_ext_free(x);
     x = NULL;
