@@ -8,27 +8,74 @@
  */
 #include "dialect.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 static const struct vg_role_info g_roles[VG_ROLE_COUNT] = {
-    [VG_ROLE_VGPU_COUNT] = {VG_DIALECT_VGPU, "nvidia.com/vgpu", "vgpu.resourceName", VG_UNIT_COUNT,
-                            1, 0, ""},
-    [VG_ROLE_VGPU_MEM] = {VG_DIALECT_VGPU, "nvidia.com/gpumem", "vgpu.resourceMem", VG_UNIT_MIB, 0,
-                          0, " (MiB)"},
-    [VG_ROLE_VGPU_MEM_PCT] = {VG_DIALECT_VGPU, "nvidia.com/gpumem-percentage",
-                              "vgpu.resourceMemPercentage", VG_UNIT_PERCENT, 0, 0, ""},
-    [VG_ROLE_VGPU_CORES] = {VG_DIALECT_VGPU, "nvidia.com/gpucores", "vgpu.resourceCores",
-                            VG_UNIT_PERCENT, 0, 0, ""},
-    [VG_ROLE_GPUSHARE_MEM] = {VG_DIALECT_GPUSHARE, "aliyun.com/gpu-mem", "gpushare.resourceName",
-                              VG_UNIT_NODE, 1, 0, " (memory units of the node's GPUs)"},
-    [VG_ROLE_GPU] = {VG_DIALECT_TIMESLICING, "nvidia.com/gpu", NULL, VG_UNIT_COUNT, 1, 0, ""},
-    [VG_ROLE_GPU_SHARED] = {VG_DIALECT_TIMESLICING, "nvidia.com/gpu.shared", NULL, VG_UNIT_COUNT, 1,
-                            0, ""},
-    [VG_ROLE_CCE_MEM] = {VG_DIALECT_CCE, "volcano.sh/gpu-mem.128Mi", NULL, VG_UNIT_128MIB, 1,
-                         VG_CCE_UNIT, " (units of 128 MiB)"},
-    [VG_ROLE_CCE_CORES] = {VG_DIALECT_CCE, "volcano.sh/gpu-core.percentage", NULL, VG_UNIT_PERCENT,
-                           0, 0, ""},
+    [VG_ROLE_VGPU_COUNT] = {.dialect = VG_DIALECT_VGPU,
+                            .default_name = "nvidia.com/vgpu",
+                            .key = "vgpu.resourceName",
+                            .unit = VG_UNIT_COUNT,
+                            .device = 1,
+                            .memory_per_id = 0,
+                            .unit_text = ""},
+    [VG_ROLE_VGPU_MEM] = {.dialect = VG_DIALECT_VGPU,
+                          .default_name = "nvidia.com/gpumem",
+                          .key = "vgpu.resourceMem",
+                          .unit = VG_UNIT_MIB,
+                          .device = 0,
+                          .memory_per_id = 0,
+                          .unit_text = " (MiB)"},
+    [VG_ROLE_VGPU_MEM_PCT] = {.dialect = VG_DIALECT_VGPU,
+                              .default_name = "nvidia.com/gpumem-percentage",
+                              .key = "vgpu.resourceMemPercentage",
+                              .unit = VG_UNIT_PERCENT,
+                              .device = 0,
+                              .memory_per_id = 0,
+                              .unit_text = ""},
+    [VG_ROLE_VGPU_CORES] = {.dialect = VG_DIALECT_VGPU,
+                            .default_name = "nvidia.com/gpucores",
+                            .key = "vgpu.resourceCores",
+                            .unit = VG_UNIT_PERCENT,
+                            .device = 0,
+                            .memory_per_id = 0,
+                            .unit_text = ""},
+    [VG_ROLE_GPUSHARE_MEM] = {.dialect = VG_DIALECT_GPUSHARE,
+                              .default_name = "aliyun.com/gpu-mem",
+                              .key = "gpushare.resourceName",
+                              .unit = VG_UNIT_NODE,
+                              .device = 1,
+                              .memory_per_id = 0,
+                              .unit_text = " (memory units of the node's GPUs)"},
+    [VG_ROLE_GPU] = {.dialect = VG_DIALECT_TIMESLICING,
+                     .default_name = "nvidia.com/gpu",
+                     .key = NULL,
+                     .unit = VG_UNIT_COUNT,
+                     .device = 1,
+                     .memory_per_id = 0,
+                     .unit_text = ""},
+    [VG_ROLE_GPU_SHARED] = {.dialect = VG_DIALECT_TIMESLICING,
+                            .default_name = "nvidia.com/gpu.shared",
+                            .key = NULL,
+                            .unit = VG_UNIT_COUNT,
+                            .device = 1,
+                            .memory_per_id = 0,
+                            .unit_text = ""},
+    [VG_ROLE_CCE_MEM] = {.dialect = VG_DIALECT_CCE,
+                         .default_name = "volcano.sh/gpu-mem.128Mi",
+                         .key = NULL,
+                         .unit = VG_UNIT_128MIB,
+                         .device = 1,
+                         .memory_per_id = VG_CCE_UNIT,
+                         .unit_text = " (units of 128 MiB)"},
+    [VG_ROLE_CCE_CORES] = {.dialect = VG_DIALECT_CCE,
+                           .default_name = "volcano.sh/gpu-core.percentage",
+                           .key = NULL,
+                           .unit = VG_UNIT_PERCENT,
+                           .device = 0,
+                           .memory_per_id = 0,
+                           .unit_text = ""},
 };
 
 /* name: the configuration's and the inventory's spelling; label: messages'. */
@@ -115,7 +162,22 @@ int vg_resource_names_join(const struct vg_resource_names *n, const char *sep, c
   return 0;
 }
 
+/* The keys, joined once from the table (so that a new row's key is listed). */
+static char g_keys[512];
+static pthread_once_t g_keys_once = PTHREAD_ONCE_INIT;
+
+static void join_keys(void) {
+  size_t used = 0;
+  for (int r = 0; r < VG_ROLE_COUNT; r++) {
+    if (g_roles[r].key == NULL) continue;
+    int k = snprintf(g_keys + used, sizeof(g_keys) - used, "%s%s", used > 0 ? ", " : "",
+                     g_roles[r].key);
+    if (k < 0 || (size_t)k >= sizeof(g_keys) - used) return; /* cut short: still a string */
+    used += (size_t)k;
+  }
+}
+
 const char *vg_resource_keys(void) {
-  return "vgpu.resourceName, vgpu.resourceMem, vgpu.resourceMemPercentage, vgpu.resourceCores, "
-         "gpushare.resourceName";
+  pthread_once(&g_keys_once, join_keys);
+  return g_keys;
 }

@@ -9,7 +9,8 @@ import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE = os.path.join(ROOT, "src", "common", "dialect.c")
-ROW = re.compile(r'\[VG_ROLE_(\w+)\]\s*=\s*\{VG_DIALECT_(\w+),\s*"([^"]+)",\s*(NULL|"[^"]+")')
+ROW = re.compile(r'\[VG_ROLE_(\w+)\]\s*=\s*\{\s*\.dialect\s*=\s*VG_DIALECT_(\w+),\s*'
+                 r'\.default_name\s*=\s*"([^"]+)",\s*\.key\s*=\s*(NULL|"[^"]+")')
 DIALECTS = {"VGPU": "vgpu", "GPUSHARE": "gpushare", "TIMESLICING": "timeSlicing", "CCE": "cce"}
 
 

@@ -22,6 +22,9 @@ static void test_table_complete(void **s) {
     assert_int_equal(vg_resource_role(NULL, i->default_name), r); /* names are unique */
     if (i->key != NULL) assert_non_null(strstr(vg_resource_keys(), i->key));
   }
+  assert_string_equal(vg_resource_keys(),
+                      "vgpu.resourceName, vgpu.resourceMem, vgpu.resourceMemPercentage, "
+                      "vgpu.resourceCores, gpushare.resourceName");
   assert_string_equal(vg_resource_name(NULL, VG_ROLE_VGPU_MEM), "nvidia.com/gpumem");
   assert_int_equal(vg_role_info(VG_ROLE_VGPU_MEM)->unit, VG_UNIT_MIB);
   assert_int_equal(vg_role_info(VG_ROLE_CCE_MEM)->memory_per_id, 128ULL << 20);
