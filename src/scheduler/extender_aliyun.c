@@ -2,7 +2,7 @@
  * extender_aliyun.c -- Aliyun gpushare's pod annotations, written at bind.
  *
  * Aliyun's scheduler extender patches five annotations onto a pod asking for
- * aliyun.com/gpu-mem when it binds it, and its users' tools (scripts, the
+ * gpushare memory when it binds it, and its users' tools (scripts, the
  * inspect plugin of its own repository, dashboards) read them. vgpu-scheduler
  * writes them in the same Binding that carries vgpu.io/assigned, with the
  * same meanings and units, so that those tools keep working:
