@@ -123,7 +123,7 @@ static uint64_t pod_total(json_object *pod, const char *resource) {
 
 /* Aliyun's handshake, for the tools that read it: its extender writes
  * ASSIGNED "false" at bind (vgpu-scheduler does too, for pods asking
- * aliyun.com/gpu-mem) and its device plugin "true", with its own
+ * gpushare memory) and its device plugin "true", with its own
  * ASSUME_TIME (Unix nanoseconds), when it allocates. Only a pod marked
  * "false" is patched, so a pod's later containers cost no request. */
 static void mark_assigned(const struct vg_gate *g, json_object *pod) {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dialect.h"
+#include "advertise.h"
 #include "log.h"
 
 /* One resource r of GPU g, as the inventory describes it. */

@@ -4,7 +4,7 @@
  *
  * Every number in a pod's resources reaches us as a quantity string, and not
  * as the user wrote it: the API server stores quantities in canonical form,
- * so `nvidia.com/gpumem: 3000` comes back as "3k", `2048Mi` as "2Gi" and
+ * so vgpu's memory `3000` comes back as "3k", `2048Mi` as "2Gi" and
  * `3e3` stays "3e3". A reader that only knows digits refuses pods the user
  * wrote correctly. This is the one parser every reader uses (extender,
  * device-plugin binder, kubectl inspect), so that they agree on what a pod

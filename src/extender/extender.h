@@ -47,6 +47,12 @@ void vg_ext_set_assignment_key(struct vg_ext *x, struct vg_assign_key *key);
  * docs/scheduler.md, "Foreign GPU nodes". Before serving only. */
 void vg_ext_set_foreign_gpu_nodes(struct vg_ext *x, bool allow);
 
+struct vg_resource_names;
+/* The names pods ask for each resource role under (common/dialect.h; the
+ * device plugin's renames, --resource). Borrowed and process-wide: set once
+ * before serving; NULL, or never set: the default names. */
+void vg_ext_set_resource_names(const struct vg_resource_names *names);
+
 /* Watches Pods and Nodes in the background (extender_watch.c) so that cached
  * node views are dropped when they change and otherwise kept well past
  * cache_ttl_ms. Needs list and watch on pods and nodes. vg_ext_free stops it. */

@@ -2,7 +2,7 @@
  * extender_aliyun.c -- Aliyun gpushare's pod annotations, written at bind.
  *
  * Aliyun's scheduler extender patches five annotations onto a pod asking for
- * aliyun.com/gpu-mem when it binds it, and its users' tools (scripts, the
+ * gpushare memory when it binds it, and its users' tools (scripts, the
  * inspect plugin of its own repository, dashboards) read them. vgpu-scheduler
  * writes them in the same Binding that carries vgpu.io/assigned, with the
  * same meanings and units, so that those tools keep working:
@@ -45,7 +45,7 @@ static int64_t gpu_units(const struct node_view *v, int index) {
   for (int j = 0; j < v->n; j++) {
     if (v->g[j].index != index) continue;
     for (int k = 0; k < v->g[j].nres; k++)
-      if (v->g[j].res[k].dialect == EXT_GPUSHARE) return v->g[j].res[k].count;
+      if (v->g[j].res[k].dialect == VG_DIALECT_GPUSHARE) return v->g[j].res[k].count;
   }
   return 0;
 }

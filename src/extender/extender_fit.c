@@ -38,10 +38,11 @@ static const struct res_view *res_for(const struct ctr_req *c, const struct gpu_
   for (int k = 0; k < g->nres; k++) {
     const struct res_view *r = &g->res[k];
     if (strcmp(r->name, c->resource) != 0) continue;
-    if (c->kind == EXT_KIND_GPUSHARE) return r->dialect == EXT_GPUSHARE && r->unit > 0 ? r : NULL;
-    if (c->kind == EXT_KIND_CCE) return r->dialect == EXT_CCE ? r : NULL;
-    if (r->dialect == EXT_VGPU) return r;
-    if (r->dialect == EXT_TIMESLICING && !c->vgpu_only && r->count > 0) return r;
+    if (c->kind == EXT_KIND_GPUSHARE)
+      return r->dialect == VG_DIALECT_GPUSHARE && r->unit > 0 ? r : NULL;
+    if (c->kind == EXT_KIND_CCE) return r->dialect == VG_DIALECT_CCE ? r : NULL;
+    if (r->dialect == VG_DIALECT_VGPU) return r;
+    if (r->dialect == VG_DIALECT_TIMESLICING && !c->vgpu_only && r->count > 0) return r;
     return NULL;
   }
   return NULL;
@@ -50,9 +51,9 @@ static const struct res_view *res_for(const struct ctr_req *c, const struct gpu_
 static int64_t need_mem(const struct ctr_req *c, const struct gpu_view *g,
                         const struct res_view *r) {
   switch (r->dialect) {
-    case EXT_VGPU:
+    case VG_DIALECT_VGPU:
       return c->mem ? c->mem : c->mem_pct ? r->memory * c->mem_pct / 100 : r->memory;
-    case EXT_TIMESLICING:
+    case VG_DIALECT_TIMESLICING:
       return r->unit ? r->unit : g->mem / r->count;
     default:
       return c->units * r->unit;
@@ -64,10 +65,12 @@ static int need_ids(const struct ctr_req *c) {
 }
 
 static int64_t mem_cap(const struct gpu_view *g, const struct res_view *r) {
-  return r->dialect == EXT_VGPU ? r->memory : g->mem;
+  return r->dialect == VG_DIALECT_VGPU ? r->memory : g->mem;
 }
 
-static int cores_cap(const struct res_view *r) { return r->dialect == EXT_VGPU ? r->cores : 100; }
+static int cores_cap(const struct res_view *r) {
+  return r->dialect == VG_DIALECT_VGPU ? r->cores : 100;
+}
 
 /* Is item in the comma list? exact, or a case-insensitive substring. */
 static bool in_list(const char *list, const char *item, bool substring) {
@@ -106,7 +109,8 @@ static bool mode_clash(const struct ctr_req *c, const struct gpu_view *g) {
  * and timeSlicing's equal share has the reserve built into its unit. */
 static bool contexts_fit(const struct gpu_view *g, const struct res_view *r, int64_t need,
                          int64_t reserve) {
-  if (reserve == 0 || g->slices == 0 || (r->dialect != EXT_VGPU && r->dialect != EXT_CCE))
+  if (reserve == 0 || g->slices == 0 ||
+      (r->dialect != VG_DIALECT_VGPU && r->dialect != VG_DIALECT_CCE))
     return true;
   int64_t free_bytes = mem_cap(g, r) - g->mem_used - need; /* >= 0: checked first */
   return (int64_t)(g->slices + 1) <= free_bytes / reserve;
@@ -119,7 +123,8 @@ static const struct res_view *gpu_fits(const struct pod_req *q, const struct ctr
   const struct res_view *r = res_for(c, g);
   if (!r || !g->healthy || !selected(q, g) || g->exclusive) return NULL;
   if (r->ids_used + need_ids(c) > r->count) return NULL;
-  if (r->dialect == EXT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g))) return NULL;
+  if (r->dialect == VG_DIALECT_CCE && (r->slices_used >= r->max_vgpus || mode_clash(c, g)))
+    return NULL;
   int64_t need = need_mem(c, g, r);
   if (need < 1) return NULL; /* an assignment holds at least a byte (a resource with memory 0) */
   if (need > mem_cap(g, r) - g->mem_used) return NULL; /* no overflow */
@@ -227,7 +232,7 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
     t->fit += fits;
     t->clash += mode_clash(c, g) && !fits;
     t->reserve_short += !fits && gpu_fits(q, c, g, 0) != NULL;
-    if (r->dialect == EXT_CCE && r->slices_used >= r->max_vgpus) {
+    if (r->dialect == VG_DIALECT_CCE && r->slices_used >= r->max_vgpus) {
       if (t->full++ == 0) t->full_gpu = g, t->full_cap = r->max_vgpus;
     }
     int64_t need = need_mem(c, g, r), cap = mem_cap(g, r);
@@ -236,24 +241,16 @@ static void count_gpus(const struct pod_req *q, const struct ctr_req *c, const s
   }
 }
 
-static const char *dialect_name(enum ext_dialect d) {
-  return d == EXT_VGPU          ? "vgpu"
-         : d == EXT_GPUSHARE    ? "gpushare"
-         : d == EXT_TIMESLICING ? "time-slicing"
-         : d == EXT_CCE         ? "cce"
-                                : "unknown";
-}
-
 /* Container c asks for resource r, which the node advertises as `other`
  * in a way c cannot use: what c asked for, in its own dialect, and what
  * the node offers instead. */
 static enum ext_reason explain_dialect(const struct ctr_req *c, const struct res_view *other,
                                        char *why, size_t len) {
-  if (c->kind == EXT_KIND_COUNT && c->vgpu_only && other->dialect == EXT_TIMESLICING) {
-    snprintf(why, len,
-             "container %s: %s here is time-slicing, which takes no nvidia.com/gpumem, "
-             "gpumem-percentage or gpucores",
-             c->name, c->resource);
+  if (c->kind == EXT_KIND_COUNT && c->vgpu_only && other->dialect == VG_DIALECT_TIMESLICING) {
+    snprintf(why, len, "container %s: %s here is time-slicing, which takes no %s, %s or %s",
+             c->name, c->resource, ext_res(VG_ROLE_VGPU_MEM),
+             strchr(ext_res(VG_ROLE_VGPU_MEM_PCT), '/') + 1,
+             strchr(ext_res(VG_ROLE_VGPU_CORES), '/') + 1);
     return EXT_R_NOT_ADVERTISED;
   }
   char asked[160];
@@ -267,12 +264,13 @@ static enum ext_reason explain_dialect(const struct ctr_req *c, const struct res
              c->vgpu_only ? "vgpu, with gpumem or gpucores"
                           : "a whole or time-sliced GPU, no gpumem or gpucores");
   const char *detail = ", a dialect this request cannot use";
-  if (other->dialect == EXT_GPUSHARE && other->unit <= 0 && c->kind == EXT_KIND_GPUSHARE)
+  if (other->dialect == VG_DIALECT_GPUSHARE && other->unit <= 0 && c->kind == EXT_KIND_GPUSHARE)
     detail = " with no memory unit (unit 0), so no memory can be handed out";
-  else if (other->dialect == EXT_TIMESLICING && other->count <= 0 && c->kind == EXT_KIND_COUNT)
+  else if (other->dialect == VG_DIALECT_TIMESLICING && other->count <= 0 &&
+           c->kind == EXT_KIND_COUNT)
     detail = " with no replicas (count 0)";
   snprintf(why, len, "container %s asks for %s; %s here is advertised as %s%s", c->name, asked,
-           c->resource, dialect_name(other->dialect), detail);
+           c->resource, vg_dialect_label(other->dialect), detail);
   return EXT_R_NOT_ADVERTISED;
 }
 
@@ -539,7 +537,7 @@ bool ext_resize_fits(const struct node_view *v, const struct vg_assign_ctr *c,
       snprintf(why, len, "GPU %s is no longer in the node's inventory", was->uuid);
       return false;
     }
-    if (r == NULL || r->dialect != EXT_VGPU) {
+    if (r == NULL || r->dialect != VG_DIALECT_VGPU) {
       snprintf(why, len,
                "container %s holds %s, whose slices are counted in device IDs the kubelet "
                "allocated; only vgpu-dialect slices (memory and cores per GPU) can be resized",

@@ -42,9 +42,12 @@ void ext_foreign_view(struct node_view *v, int64_t gpus) {
 static bool plain_gpus(const struct pod_req *r, char *why, size_t len) {
   for (int i = 0; i < r->n; i++) {
     const struct ctr_req *c = &r->c[i];
-    const char *asks = c->kind == EXT_KIND_GPUSHARE ? "aliyun.com/gpu-mem"
-                       : c->kind == EXT_KIND_CCE    ? "volcano.sh/gpu-mem.128Mi"
-                       : c->vgpu_only               ? "nvidia.com/gpumem/gpucores"
+    char vgpu[2 * VG_RESOURCE_NAME_MAX];
+    snprintf(vgpu, sizeof(vgpu), "%s/%s", ext_res(VG_ROLE_VGPU_MEM),
+             strchr(ext_res(VG_ROLE_VGPU_CORES), '/') + 1);
+    const char *asks = c->kind == EXT_KIND_GPUSHARE ? ext_res(VG_ROLE_GPUSHARE_MEM)
+                       : c->kind == EXT_KIND_CCE    ? ext_res(VG_ROLE_CCE_MEM)
+                       : c->vgpu_only               ? vgpu
                        : strcmp(c->resource, EXT_FOREIGN_RESOURCE) != 0 ? c->resource
                                                                         : NULL;
     if (asks) {

@@ -35,6 +35,7 @@
 #include <json-c/json.h>
 
 #include "assignment.h"
+#include "dialect.h"
 #include "extender.h"
 #include "extender_metrics.h"
 #include "resize.h"
@@ -42,12 +43,11 @@
 
 #define EXT_MAX_CTRS 16
 #define EXT_MIB (1024LL * 1024LL)
-#define EXT_CCE_UNIT (128LL * EXT_MIB)
+#define EXT_CCE_UNIT ((int64_t)VG_CCE_UNIT)
 #define EXT_CCE_MAX_VGPUS 20 /* CCE's limit when the inventory says none */
 #define EXT_MAX_RES 4        /* resources one GPU advertises (one per dialect) */
 #define EXT_LIST_MAX 512     /* a type/UUID selection annotation's value */
 
-enum ext_dialect { EXT_NONE, EXT_VGPU, EXT_GPUSHARE, EXT_TIMESLICING, EXT_CCE };
 /* Which fitting GPUs of the chosen node a pod gets: the node policy's own
  * pick (the default: what prioritize scored is what bind writes), or the
  * pod's vgpu.io/gpu-scheduler-policy override. */
@@ -55,8 +55,8 @@ enum ext_gpu_policy { EXT_GPU_NODE_POLICY, EXT_GPU_BINPACK, EXT_GPU_SPREAD };
 
 /* ---- a pod's request (extender_request.c) ---- */
 
-/* What the pod's spec says. A count request (nvidia.com/vgpu, nvidia.com/gpu,
- * nvidia.com/gpu.shared) is vgpu or timeSlicing depending on what the node
+/* What the pod's spec says. A count request (VG_ROLE_VGPU_COUNT, VG_ROLE_GPU,
+ * VG_ROLE_GPU_SHARED) is vgpu or timeSlicing depending on what the node
  * advertises under that name; the dialect is settled per GPU at fit time. */
 enum ext_kind { EXT_KIND_COUNT, EXT_KIND_GPUSHARE, EXT_KIND_CCE };
 
@@ -83,6 +83,10 @@ struct pod_req {
   const struct vg_policy *node_policy; /* NULL = the server's --policy */
 };
 
+/* The name of role r under vg_ext_set_resource_names' names (what pods ask
+ * for and messages say). */
+const char *ext_res(enum vg_role r);
+
 /* Parses pod's GPU requests and annotations. Returns 0, or -1 with why. */
 int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len);
 
@@ -90,7 +94,7 @@ int ext_parse_pod(json_object *pod, struct pod_req *r, char *why, size_t len);
 
 struct res_view {
   char name[VG_SCHED_NAME_MAX];
-  enum ext_dialect dialect;
+  enum vg_dialect dialect;
   int count;       /* IDs this GPU advertises for the resource */
   int64_t unit;    /* bytes per ID (gpushare, cce, timeSlicing "equal") */
   int64_t memory;  /* vgpu: bytes its slices may add up to */
@@ -374,7 +378,7 @@ json_object *ext_assigned_annotations(json_object *assignment);
  * bind or resize must not be written unsigned, which every agent refuses). */
 int ext_sign_annotations(struct vg_ext *x, json_object *annotations, const char *uid,
                          const char *ns, const char *name, const char *node, char *why, size_t len);
-/* For a pod asking for aliyun.com/gpu-mem, adds Aliyun gpushare's five
+/* For a pod asking for gpushare memory (VG_ROLE_GPUSHARE_MEM), adds Aliyun gpushare's five
  * annotations (assignment.h) to ann, the ones bind writes
  * (extender_aliyun.c); nothing for other pods. v: the node's view the
  * assignment was made on. */

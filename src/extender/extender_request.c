@@ -2,15 +2,18 @@
  * extender_request.c -- what a Pod asks for, in every dialect of design.md,
  * as one struct pod_req the fit code understands.
  *
- * Per container (limits win over requests, as the kubelet does):
- *   vgpu          nvidia.com/vgpu (or nvidia.com/gpu) N GPUs, with optional
- *                 nvidia.com/gpumem (MiB), nvidia.com/gpumem-percentage and
- *                 nvidia.com/gpucores (percent)
- *   timeSlicing   nvidia.com/gpu or nvidia.com/gpu.shared: N replicas
- *   gpushare      aliyun.com/gpu-mem: N memory units on one GPU
- *   cce           volcano.sh/gpu-mem.128Mi: N units of 128 MiB on one GPU,
- *                 with optional volcano.sh/gpu-core.percentage
- * nvidia.com/gpu is vgpu or timeSlicing by what the node advertises under
+ * Resource names are looked up by role in common/dialect.h's table, under the
+ * names this vgpu-scheduler was given (--resource, vg_ext_set_resource_names:
+ * the device plugin's renames). Per container (limits win over requests, as
+ * the kubelet does):
+ *   vgpu          VG_ROLE_VGPU_COUNT (or VG_ROLE_GPU) N GPUs, with optional
+ *                 memory in MiB (VG_ROLE_VGPU_MEM) or percent
+ *                 (VG_ROLE_VGPU_MEM_PCT) and cores in percent (VG_ROLE_VGPU_CORES)
+ *   timeSlicing   VG_ROLE_GPU or VG_ROLE_GPU_SHARED: N replicas
+ *   gpushare      VG_ROLE_GPUSHARE_MEM: N memory units on one GPU
+ *   cce           VG_ROLE_CCE_MEM: N units of 128 MiB on one GPU, with
+ *                 optional VG_ROLE_CCE_CORES
+ * VG_ROLE_GPU is vgpu or timeSlicing by what the node advertises under
  * that name, so the dialect of a count request is settled at fit time.
  *
  * Everything is validated here, before any node is looked at: a request that
@@ -36,31 +39,37 @@
 #include "pod_quantity.h"
 #include "requests.h"
 
-#define R_VGPU "nvidia.com/vgpu"
-#define R_GPU "nvidia.com/gpu"
-#define R_GPU_SHARED "nvidia.com/gpu.shared"
-#define R_MEM "nvidia.com/gpumem"
-#define R_MEM_PCT "nvidia.com/gpumem-percentage"
-#define R_CORES "nvidia.com/gpucores"
-#define R_GPUSHARE "aliyun.com/gpu-mem"
-#define R_CCE_MEM "volcano.sh/gpu-mem.128Mi"
-#define R_CCE_CORES "volcano.sh/gpu-core.percentage"
+/* The names of each role (dialect.h), set once before serving; the defaults until then. */
+static const struct vg_resource_names *g_names;
+
+void vg_ext_set_resource_names(const struct vg_resource_names *names) { g_names = names; }
+
+const char *ext_res(enum vg_role r) { return vg_resource_name(g_names, r); }
+
+#define R_VGPU ext_res(VG_ROLE_VGPU_COUNT)
+#define R_GPU ext_res(VG_ROLE_GPU)
+#define R_GPU_SHARED ext_res(VG_ROLE_GPU_SHARED)
+#define R_MEM ext_res(VG_ROLE_VGPU_MEM)
+#define R_MEM_PCT ext_res(VG_ROLE_VGPU_MEM_PCT)
+#define R_CORES ext_res(VG_ROLE_VGPU_CORES)
+#define R_GPUSHARE ext_res(VG_ROLE_GPUSHARE_MEM)
+#define R_CCE_MEM ext_res(VG_ROLE_CCE_MEM)
+#define R_CCE_CORES ext_res(VG_ROLE_CCE_CORES)
 #define MAX_AMOUNT 1000000LL /* bigger than any GPU's IDs; keeps arithmetic in range */
 
 json_object *ext_get(json_object *o, const char *key) { return vg_json_get(o, key); }
 
 const char *ext_get_str(json_object *o, const char *key) { return vg_json_get_str(o, key); }
 
-/* A resource's value as a whole number (pod_quantity.h): nvidia.com/gpumem
- * in MiB, the rest as counts. Capped so that no later product overflows. */
-static int amount(const char *ctr, const char *key, json_object *val, int64_t *out, char *why,
-                  size_t len) {
+/* A resource's value (key has role `role`) as a whole number
+ * (pod_quantity.h): a MiB role in MiB, the rest as counts. Capped so that no
+ * later product overflows. */
+static int amount(const char *ctr, const char *key, enum vg_role role, json_object *val,
+                  int64_t *out, char *why, size_t len) {
   struct vg_err err = {{0}};
-  const char *unit = strcmp(key, R_CCE_MEM) == 0    ? " (units of 128 MiB)"
-                     : strcmp(key, R_GPUSHARE) == 0 ? " (memory units of the node's GPUs)"
-                     : strcmp(key, R_MEM) == 0      ? " (MiB)"
-                                                    : "";
-  if (vg_pod_quantity(val, strcmp(key, R_MEM) == 0 ? VG_QTY_MIB : VG_QTY_COUNT, out, &err) != 0) {
+  const struct vg_role_info *info = vg_role_info(role);
+  const char *unit = info->unit_text;
+  if (vg_pod_quantity(val, info->unit == VG_UNIT_MIB ? VG_QTY_MIB : VG_QTY_COUNT, out, &err) != 0) {
     snprintf(why, len, "container %s: %s%s: %s", ctr, key, unit, err.msg);
     return -1;
   }
@@ -74,7 +83,7 @@ static int amount(const char *ctr, const char *key, json_object *val, int64_t *o
 
 /* One container's GPU resources, gathered before the rules are checked. */
 struct seen {
-  const char *count_res; /* nvidia.com/vgpu, nvidia.com/gpu or .shared */
+  const char *count_res; /* the name of a VG_ROLE_VGPU_COUNT, _GPU or _GPU_SHARED */
   int64_t count, mem_mib, mem_pct, cores, gpushare, cce_mem, cce_cores;
   bool has_mem, has_pct, has_cores, has_gpushare, has_cce_mem, has_cce_cores;
 };
@@ -89,25 +98,27 @@ static bool is_ours(const char *key) {
 static int take_key(const char *ctr, const char *key, json_object *val, struct seen *s, char *why,
                     size_t len) {
   int64_t q;
-  bool count_key =
-      strcmp(key, R_VGPU) == 0 || strcmp(key, R_GPU) == 0 || strcmp(key, R_GPU_SHARED) == 0;
+  int role = vg_resource_role(g_names, key);
+  bool count_key = role == VG_ROLE_VGPU_COUNT || role == VG_ROLE_GPU || role == VG_ROLE_GPU_SHARED;
   if (count_key && s->count_res && strcmp(s->count_res, key) != 0) {
     snprintf(why, len, "container %s asks for both %s and %s; one GPU resource per container", ctr,
              s->count_res, key);
     return -1;
   }
   struct {
-    const char *name;
+    enum vg_role role;
     int64_t *dst;
     bool *has;
-  } map[] = {
-      {R_MEM, &s->mem_mib, &s->has_mem},         {R_MEM_PCT, &s->mem_pct, &s->has_pct},
-      {R_CORES, &s->cores, &s->has_cores},       {R_GPUSHARE, &s->gpushare, &s->has_gpushare},
-      {R_CCE_MEM, &s->cce_mem, &s->has_cce_mem}, {R_CCE_CORES, &s->cce_cores, &s->has_cce_cores}};
+  } map[] = {{VG_ROLE_VGPU_MEM, &s->mem_mib, &s->has_mem},
+             {VG_ROLE_VGPU_MEM_PCT, &s->mem_pct, &s->has_pct},
+             {VG_ROLE_VGPU_CORES, &s->cores, &s->has_cores},
+             {VG_ROLE_GPUSHARE_MEM, &s->gpushare, &s->has_gpushare},
+             {VG_ROLE_CCE_MEM, &s->cce_mem, &s->has_cce_mem},
+             {VG_ROLE_CCE_CORES, &s->cce_cores, &s->has_cce_cores}};
   int64_t *dst = count_key ? &s->count : NULL;
   bool *has = NULL;
   for (size_t i = 0; !dst && i < sizeof(map) / sizeof(map[0]); i++)
-    if (strcmp(key, map[i].name) == 0) dst = map[i].dst, has = map[i].has;
+    if (role == (int)map[i].role) dst = map[i].dst, has = map[i].has;
   if (!dst) {
     if (!is_ours(key)) return 0; /* cpu, memory, other vendors: the stock scheduler's */
     snprintf(why, len,
@@ -117,7 +128,7 @@ static int take_key(const char *ctr, const char *key, json_object *val, struct s
              R_CCE_MEM, R_CCE_CORES);
     return -1;
   }
-  if (amount(ctr, key, val, &q, why, len) != 0) return -1;
+  if (amount(ctr, key, (enum vg_role)role, val, &q, why, len) != 0) return -1;
   *dst = q;
   if (has) *has = true;
   if (count_key) s->count_res = key;
@@ -145,7 +156,7 @@ static int build_count(struct ctr_req *c, const struct seen *s, char *why, size_
              R_CORES, R_VGPU, R_GPU);
     return -1;
   }
-  if (vgpu && strcmp(s->count_res, R_GPU_SHARED) == 0) {
+  if (vgpu && vg_resource_role(g_names, s->count_res) == VG_ROLE_GPU_SHARED) {
     snprintf(why, len, "container %s: %s is time-slicing, which takes no %s/%s/%s", c->name,
              R_GPU_SHARED, R_MEM, R_MEM_PCT, R_CORES);
     return -1;

@@ -6,9 +6,9 @@
  * vgpu-webhook is down"): a GPU pod created while no replica answers keeps
  * the scheduler it named. The node agent refuses it if the default scheduler
  * places it, but a pod asking for what no node advertises to the default
- * scheduler (nvidia.com/gpumem, nvidia.com/gpucores, ...) just stays Pending
- * with "Insufficient nvidia.com/gpumem", which does not say why. (A pod asking
- * for whole nvidia.com/gpu alone is not told: on a mixed cluster another
+ * scheduler (vgpu's memory or cores, ...) just stays Pending with
+ * "Insufficient <that resource>", which does not say why. (A pod asking
+ * for whole GPUs alone is not told: on a mixed cluster another
  * device plugin may serve it under the default scheduler.) The pod
  * watch sees every pod, so it notices such a pod and records a Warning Event
  * NotRouted on it, naming the cause and the fix -- once per pod (by UID), and

@@ -27,19 +27,6 @@
 #include "gpu_inventory.h"
 #include "requests.h"
 
-static enum ext_dialect dialect_of(const char *s) {
-  static const struct {
-    const char *name;
-    enum ext_dialect d;
-  } t[] = {{"vgpu", EXT_VGPU},
-           {"gpushare", EXT_GPUSHARE},
-           {"timeSlicing", EXT_TIMESLICING},
-           {"cce", EXT_CCE}};
-  for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
-    if (strcmp(s, t[i].name) == 0) return t[i].d;
-  return EXT_NONE;
-}
-
 /* The resources of GPU g this scheduler places (a dialect it does not know
  * is skipped) onto gv, with the defaults docs/inventory.md gives for the
  * fields only some dialects write. */
@@ -47,8 +34,8 @@ static enum ext_reason view_resources(const struct vg_inv_gpu *g, struct gpu_vie
                                       size_t len) {
   for (int k = 0; k < g->nres; k++) {
     const struct vg_inv_resource *r = &g->res[k];
-    enum ext_dialect d = dialect_of(r->dialect);
-    if (d == EXT_NONE) continue;
+    enum vg_dialect d = vg_dialect_from_name(r->dialect);
+    if (d == VG_DIALECT_NONE) continue; /* a dialect this scheduler does not place */
     if (gv->nres == EXT_MAX_RES) {
       snprintf(why, len, "annotation %s: GPU %s advertises more than %d resources",
                VG_INVENTORY_ANNOTATION, gv->uuid, EXT_MAX_RES);
@@ -58,7 +45,7 @@ static enum ext_reason view_resources(const struct vg_inv_gpu *g, struct gpu_vie
     snprintf(rv->name, sizeof(rv->name), "%s", r->name);
     rv->dialect = d;
     rv->count = (int)r->count;
-    rv->unit = d == EXT_CCE ? EXT_CCE_UNIT : r->unit;
+    rv->unit = d == VG_DIALECT_CCE ? EXT_CCE_UNIT : r->unit;
     rv->memory = r->memory >= 0 ? r->memory : gv->mem;
     rv->cores = r->cores >= 0 ? (int)r->cores : 100;
     rv->max_vgpus = r->max_vgpus >= 0 ? (int)r->max_vgpus : EXT_CCE_MAX_VGPUS;
@@ -144,8 +131,8 @@ static int64_t node_gpus(json_object *node) {
 /* Device IDs an assignment entry of `memory` bytes holds of resource r. */
 static int ids_of(const struct res_view *r, const struct gpu_view *g, int64_t memory) {
   int64_t per = r->unit;
-  if (r->dialect == EXT_VGPU) return 1;
-  if (r->dialect == EXT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
+  if (r->dialect == VG_DIALECT_VGPU) return 1;
+  if (r->dialect == VG_DIALECT_TIMESLICING && per == 0 && r->count > 0) per = g->mem / r->count;
   if (per <= 0) return 1;
   int64_t n = memory / per;
   return n < 1 ? 1 : n > (1 << 20) ? (1 << 20) : (int)n;
@@ -162,7 +149,7 @@ void ext_gpu_hold(struct gpu_view *g, const char *resource, int64_t memory, int 
     if (strcmp(r->name, resource) != 0) continue;
     r->slices_used++;
     r->ids_used += ids_of(r, g, memory);
-    if (r->dialect == EXT_CCE) g->cce_mode = cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM;
+    if (r->dialect == VG_DIALECT_CCE) g->cce_mode = cores > 0 ? EXT_CCE_MEM_CORES : EXT_CCE_MEM;
   }
 }
 

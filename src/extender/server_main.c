@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "assignment_mac.h"
+#include "dialect.h"
 #include "extender.h"
 #include "httpd.h"
 #include "log.h"
@@ -31,7 +32,7 @@ static void usage(FILE *f) {
           "                      [--cache-ttl-ms N] [--no-watch] [--resize-poll-ms N]\n"
           "                      [--max-body-mib N] [--idle-timeout-s N] [--assignment-key FILE]\n"
           "                      [--workload-half-life PODS] [--workload-prior PODS]\n"
-          "                      [--foreign-gpu-nodes allow|deny]\n"
+          "                      [--foreign-gpu-nodes allow|deny] [--resource KEY=NAME]...\n"
           "       vgpu-scheduler --version\n"
           "  --listen ADDR:PORT  IPv4 address and port (0 = any free port; printed as PORT n)\n"
           "  --kubeconfig FILE   Kubernetes API access (default $KUBECONFIG, else in-cluster)\n"
@@ -71,7 +72,10 @@ static void usage(FILE *f) {
           "                      nvidia.com/gpu runs another device plugin: allow (default)\n"
           "                      places pods asking only whole nvidia.com/gpu there, below\n"
           "                      every vgpu node; deny fails every GPU pod there\n"
-          "  --version           print the version and exit\n");
+          "  --resource KEY=NAME the name a resource was renamed to in the device plugin's\n"
+          "                      configuration, KEY its key there (repeatable; %s)\n"
+          "  --version           print the version and exit\n",
+          vg_resource_keys());
 }
 
 /* What the command line asked for. */
@@ -81,6 +85,7 @@ struct cmdline {
   bool watch;
   double half_life, prior;
   struct vg_ext_server_limits limits;
+  struct vg_resource_names names; /* pods are read with these while serving */
 };
 
 /* arg as a whole number from lo to hi into *out; false when it is not one. */
@@ -165,6 +170,12 @@ static int take_option(int c, struct cmdline *cl) {
       }
       cl->foreign = optarg;
       return 0;
+    case 'R': {
+      struct vg_err rerr = {{0}};
+      if (vg_resource_names_set(&cl->names, optarg, &rerr) == 0) return 0;
+      fprintf(stderr, "vgpu-scheduler: %s\n", rerr.msg);
+      return -1;
+    }
     default:
       usage(stderr);
       return -1;
@@ -189,6 +200,7 @@ static int parse_args(int argc, char **argv, struct cmdline *cl) {
                                        {"workload-prior", required_argument, NULL, 'P'},
                                        {"assignment-key", required_argument, NULL, 'K'},
                                        {"foreign-gpu-nodes", required_argument, NULL, 'F'},
+                                       {"resource", required_argument, NULL, 'R'},
                                        {NULL, 0, NULL, 0}};
   int c;
   while ((c = vg_getopt_long(argc, argv, "h", opts, "vgpu-scheduler")) != -1) {
@@ -235,6 +247,7 @@ static struct vg_ext *new_extender(const struct cmdline *cl, struct vg_k8s_clien
   if (!x) return NULL;
   vg_ext_set_assignment_key(x, key);
   vg_ext_set_foreign_gpu_nodes(x, strcmp(cl->foreign, "allow") == 0);
+  vg_ext_set_resource_names(&cl->names);
   if (vg_ext_set_workload_window(x, cl->half_life, cl->prior, err) == 0) return x;
   vg_ext_free(x);
   return NULL;
@@ -275,13 +288,14 @@ static int serve(const struct cmdline *cl, struct vg_k8s_client *client, struct 
 }
 
 int main(int argc, char **argv) {
-  struct cmdline cl = {.policy = "vgpu",
-                       .foreign = "allow",
-                       .ttl = 1000,
-                       .resize_ms = 1000,
-                       .watch = true,
-                       .half_life = VG_EXT_WORKLOAD_HALF_LIFE,
-                       .prior = VG_EXT_WORKLOAD_PRIOR};
+  static struct cmdline cl = {.policy = "vgpu",
+                              .foreign = "allow",
+                              .ttl = 1000,
+                              .resize_ms = 1000,
+                              .watch = true,
+                              .half_life = VG_EXT_WORKLOAD_HALF_LIFE,
+                              .prior = VG_EXT_WORKLOAD_PRIOR};
+  vg_resource_names_default(&cl.names);
   vg_log_set_default(VG_LOG_INFO); /* a daemon says what it does */
   int rc = parse_args(argc, argv, &cl);
   if (rc >= 0) return rc;

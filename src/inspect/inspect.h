@@ -85,6 +85,8 @@ struct ins_node {
 };
 
 struct ins_cluster {
+  /* The resource names pods use (--resource; common/dialect.h), NULL: the defaults. */
+  const struct vg_resource_names *names;
   int nnodes;
   struct ins_node *node; /* sorted by name */
   int nwarn;

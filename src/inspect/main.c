@@ -2,7 +2,8 @@
  * main.c -- kubectl-inspect-gpushare: options, the user's kubeconfig, and
  * what the exit status says.
  *
- *   kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE] [NODE]
+ *   kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE]
+ *                            [--resource KEY=NAME]... [NODE]
  *
  * kubectl finds this program on $PATH by its name and passes the remaining
  * arguments. Credentials come from --kubeconfig, else $KUBECONFIG (its first
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dialect.h"
 #include "inspect.h"
 #include "opt.h"
 
@@ -26,30 +28,36 @@ struct opts {
   bool detail;
   enum ins_format format;
   const char *kubeconfig, *node;
+  struct vg_resource_names names; /* defaults, and --resource's renames */
 };
 
 static void usage(FILE *to) {
-  fputs(
-      "usage: kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE] [NODE]\n"
-      "       kubectl inspect gpushare --version\n"
-      "\n"
-      "Shows per node and per GPU the GPU memory allocated to pods out of the total, and\n"
-      "the cluster total, in the layout of Aliyun's gpushare plugin.\n"
-      "Reads the Nodes' vgpu.io/gpu-inventory and the Pods' vgpu.io/assigned annotations,\n"
-      "so it works for every resource dialect (nvidia.com/vgpu, aliyun.com/gpu-mem,\n"
-      "nvidia.com/gpu time-slicing, volcano.sh/gpu-mem.128Mi). Memory is in GiB or MiB as\n"
-      "the gpushare dialect is configured (MiB without it). Pods holding GPU resources\n"
-      "without an assignment are counted in PENDING (UNASSIGNED with -o wide).\n"
-      "\n"
-      "  -d, --details        one block per node with the memory of each pod on each GPU\n"
-      "  -o, --output FORMAT  table (default: Aliyun's layout), wide (adds the compute\n"
-      "                       share, GPU Cores in percent points, cordoned nodes and\n"
-      "                       unhealthy GPUs) or json (bytes, for scripts)\n"
-      "  --kubeconfig FILE    default: $KUBECONFIG, else ~/.kube/config, else in-cluster\n"
-      "  NODE                 only this node\n"
-      "\n"
-      "Exit status: 0 shown, 1 the cluster could not be read, 2 bad usage.\n",
-      to);
+  fprintf(to,
+          "usage: kubectl inspect gpushare [-d] [-o table|wide|json] [--kubeconfig FILE]\n"
+          "                                [--resource KEY=NAME]... [NODE]\n"
+          "       kubectl inspect gpushare --version\n"
+          "\n"
+          "Shows per node and per GPU the GPU memory allocated to pods out of the total, and\n"
+          "the cluster total, in the layout of Aliyun's gpushare plugin.\n"
+          "Reads the Nodes' vgpu.io/gpu-inventory and the Pods' vgpu.io/assigned annotations,\n"
+          "so it works for every resource dialect (%s, %s,\n"
+          "%s time-slicing, %s). Memory is in GiB or MiB as\n"
+          "the gpushare dialect is configured (MiB without it). Pods holding GPU resources\n"
+          "without an assignment are counted in PENDING (UNASSIGNED with -o wide).\n"
+          "\n"
+          "  -d, --details        one block per node with the memory of each pod on each GPU\n"
+          "  -o, --output FORMAT  table (default: Aliyun's layout), wide (adds the compute\n"
+          "                       share, GPU Cores in percent points, cordoned nodes and\n"
+          "                       unhealthy GPUs) or json (bytes, for scripts)\n"
+          "  --kubeconfig FILE    default: $KUBECONFIG, else ~/.kube/config, else in-cluster\n"
+          "  --resource KEY=NAME  the name a resource was renamed to in the device plugin's\n"
+          "                       configuration, KEY its key there (repeatable; %s)\n"
+          "  NODE                 only this node\n"
+          "\n"
+          "Exit status: 0 shown, 1 the cluster could not be read, 2 bad usage.\n",
+          vg_resource_name(NULL, VG_ROLE_VGPU_COUNT), vg_resource_name(NULL, VG_ROLE_GPUSHARE_MEM),
+          vg_resource_name(NULL, VG_ROLE_GPU), vg_resource_name(NULL, VG_ROLE_CCE_MEM),
+          vg_resource_keys());
 }
 
 static int bad_usage(const char *fmt, const char *arg) {
@@ -61,8 +69,8 @@ static int bad_usage(const char *fmt, const char *arg) {
 }
 
 static int unknown_option(const char *a) {
-  static const char *const known[] = {"--help",   "--version",    "--details",
-                                      "--output", "--kubeconfig", NULL};
+  static const char *const known[] = {"--help",       "--version",  "--details", "--output",
+                                      "--kubeconfig", "--resource", NULL};
   vg_opt_unknown(PROG, a, known);
   usage(stderr);
   return 2;
@@ -97,6 +105,9 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     } else if ((v = vg_opt_value(argc, argv, &i, "--kubeconfig")) != NULL) {
       if (*v == '\0') return bad_usage("%s needs a file", "--kubeconfig");
       o->kubeconfig = v;
+    } else if ((v = vg_opt_value(argc, argv, &i, "--resource")) != NULL) {
+      struct vg_err err = {""};
+      if (vg_resource_names_set(&o->names, v, &err) != 0) return bad_usage("%s", err.msg);
     } else if (a[0] == '-') {
       return unknown_option(a);
     } else if (o->node != NULL) {
@@ -157,7 +168,7 @@ static int render(const struct opts *o, const struct ins_cluster *cl, struct vg_
 
 static int inspect(const struct opts *o, const struct vg_k8s_config *cfg) {
   struct vg_err err = {""};
-  struct ins_cluster cl = {0};
+  struct ins_cluster cl = {.names = &o->names};
   struct vg_k8s_client *c = vg_k8s_client_new(cfg, &err);
   if (c == NULL) {
     fprintf(stderr, PROG ": %s\n", err.msg);
@@ -185,7 +196,8 @@ static int inspect(const struct opts *o, const struct vg_k8s_config *cfg) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {0};
+  static struct opts o; /* names: 3 KiB, off the stack */
+  vg_resource_names_default(&o.names);
   int rc = parse_args(argc, argv, &o);
   if (rc != 0) return rc == 1 ? 0 : rc;
   struct vg_k8s_config cfg = {0};

@@ -11,19 +11,18 @@
  * inventory advertises) with no assignment entry for that resource is not
  * dropped: it goes to the node's "unassigned" list with the memory the
  * resource stands for (device IDs x the inventory's unit; for vgpu, the
- * pod's nvidia.com/gpumem), or unknown memory when the resource carries no
- * size (time-slicing replicas without memoryPerReplica). Aliyun's inspect
- * shows such pods as "PENDING"; they are bound and running, only the GPU
- * they are on is unknown, so "unassigned" says what is actually the case.
+ * pod's memory resource, VG_ROLE_VGPU_MEM under --resource's name), or unknown memory when the
+ * resource carries no size (time-slicing replicas without memoryPerReplica). Aliyun's inspect shows
+ * such pods as "PENDING"; they are bound and running, only the GPU they are on is unknown, so
+ * "unassigned" says what is actually the case.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "assignment.h"
+#include "dialect.h"
 #include "inspect.h"
 #include "pod_quantity.h"
-
-#define VGPU_MEM_RESOURCE "nvidia.com/gpumem"
 
 struct pod_ctx {
   struct ins_cluster *cl;
@@ -46,11 +45,11 @@ static int64_t times(long long a, int64_t b) {
   return __builtin_mul_overflow((int64_t)a, b, &out) || out > INS_MAX_BYTES ? -1 : out;
 }
 
-/* vgpu's memory per GPU from nvidia.com/gpumem (pod_quantity.h: MiB, or
+/* vgpu's memory per GPU from its memory resource (pod_quantity.h: MiB, or
  * bytes with a binary suffix); -1 when absent or not understood. */
-static int64_t vgpu_memory(json_object *ctr) {
+static int64_t vgpu_memory(const struct ins_cluster *cl, json_object *ctr) {
   int64_t mib = 0;
-  json_object *v = resource_value(ctr, VGPU_MEM_RESOURCE);
+  json_object *v = resource_value(ctr, vg_resource_name(cl->names, VG_ROLE_VGPU_MEM));
   return v != NULL && vg_pod_quantity(v, VG_QTY_MIB, &mib, NULL) == 0 ? times(mib, (int64_t)1 << 20)
                                                                       : -1;
 }
@@ -125,8 +124,9 @@ static int add_container(struct pod_ctx *p, json_object *ctr, const struct vg_as
     }
     if (qty == 0) continue;
     int64_t mem = res->unit > 0 ? times(qty, res->unit) : -1;
-    if (res->unit == 0 && strcmp(res->dialect, "vgpu") == 0 && vgpu_memory(ctr) >= 0)
-      mem = times(qty, vgpu_memory(ctr));
+    if (res->unit == 0 && vg_dialect_from_name(res->dialect) == VG_DIALECT_VGPU &&
+        vgpu_memory(p->cl, ctr) >= 0)
+      mem = times(qty, vgpu_memory(p->cl, ctr));
     if (mem < 0 && res->unit > 0)
       ins_warn(p->cl, "pod %s/%s container %s: %s: %lld is more memory than can be counted", p->ns,
                p->name, cname, res->name, (long long)qty);

@@ -1,8 +1,8 @@
 /*
  * table.c -- the numbers the table shows, in one display unit.
  *
- * The unit is the gpushare dialect's when a node advertises
- * aliyun.com/gpu-mem (so `3` in a pod spec reads as `3` in the table):
+ * The unit is the gpushare dialect's when a node advertises its memory
+ * resource (so `3` in a pod spec reads as `3` in the table):
  * GiB or MiB from the inventory's unit; MiB otherwise, and MiB when nodes
  * disagree. Every figure is converted once, and every total is the sum of
  * the figures shown, so the columns always add up:
@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "dialect.h"
 #include "inspect.h"
 
 #define MIB ((int64_t)1 << 20)
@@ -32,7 +33,9 @@ static void choose_unit(struct ins_cluster *cl) {
       unit = res->unit;
     }
   }
-  if (mixed) ins_warn(cl, "nodes use both GiB and MiB for aliyun.com/gpu-mem; showing MiB");
+  if (mixed)
+    ins_warn(cl, "nodes use both GiB and MiB for %s; showing MiB",
+             vg_resource_name(cl->names, VG_ROLE_GPUSHARE_MEM));
   cl->unit = unit == GIB && !mixed ? GIB : MIB;
   cl->unit_name = cl->unit == GIB ? "GiB" : "MiB";
 }

@@ -24,8 +24,8 @@
 
 #define VG_ASSIGNED_ANNOTATION "vgpu.io/assigned"
 /* Aliyun gpushare's pod annotations, written for pods asking for
- * aliyun.com/gpu-mem so that its users' tools keep working: vgpu-scheduler
- * writes all five in the Binding, the node agent sets ASSIGNED "true" (and
+ * gpushare memory (VG_ROLE_GPUSHARE_MEM, common/dialect.h) so that its users' tools keep working:
+ * vgpu-scheduler writes all five in the Binding, the node agent sets ASSIGNED "true" (and
  * ASSUME_TIME anew) when it allocates. Informational only: vgpu never reads
  * them back to decide anything (docs/security.md). */
 #define VG_ALIYUN_IDX "ALIYUN_COM_GPU_MEM_IDX"

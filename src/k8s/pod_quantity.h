@@ -18,7 +18,7 @@
 
 enum vg_pod_quantity_unit {
   VG_QTY_COUNT, /* the number itself: GPUs, device IDs, percent */
-  /* MiB (nvidia.com/gpumem, HAMi's unit), except that a value with a binary
+  /* MiB (vgpu's memory resource, HAMi's unit), except that a value with a binary
    * suffix (Ki Mi Gi Ti Pi Ei) is a size in bytes and must be whole MiB:
    * 4096 and 4Gi are both 4096 MiB. Users write 4096Mi, which the API server
    * hands back as 4Gi, so the binary family has to mean bytes for the value

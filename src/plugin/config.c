@@ -38,11 +38,9 @@ struct ctx {
   char ignored[VG_CONFIG_WARNINGS_MAX - 128]; /* "flags.x, sharing.mps, ..." */
 };
 
-static const char *const g_dialect_names[VG_DIALECT_COUNT] = {"vgpu", "gpushare", "timeSlicing",
-                                                              "cce"};
-
-const char *vg_dialect_name(enum vg_dialect d) {
-  return (unsigned)d < VG_DIALECT_COUNT ? g_dialect_names[d] : "unknown";
+/* dst = the table's default name of role r. */
+static void default_name(char dst[VG_RESOURCE_NAME_MAX], enum vg_role r) {
+  snprintf(dst, VG_RESOURCE_NAME_MAX, "%s", vg_resource_name(NULL, r));
 }
 
 static int fail_at(struct ctx *c, yaml_mark_t mark, const char *fmt, ...)
@@ -277,11 +275,10 @@ static int parse_vgpu(struct ctx *c, yaml_node_t *key, yaml_node_t *n, struct vg
       "resourceName",     "resourceMem",         "resourceMemPercentage", "resourceCores",
       "deviceSplitCount", "deviceMemoryScaling", "deviceCoreScaling",     NULL};
   v->enabled = 1;
-  snprintf(v->resource_count, sizeof(v->resource_count), "nvidia.com/vgpu");
-  snprintf(v->resource_mem, sizeof(v->resource_mem), "nvidia.com/gpumem");
-  snprintf(v->resource_mem_percentage, sizeof(v->resource_mem_percentage),
-           "nvidia.com/gpumem-percentage");
-  snprintf(v->resource_cores, sizeof(v->resource_cores), "nvidia.com/gpucores");
+  default_name(v->resource_count, VG_ROLE_VGPU_COUNT);
+  default_name(v->resource_mem, VG_ROLE_VGPU_MEM);
+  default_name(v->resource_mem_percentage, VG_ROLE_VGPU_MEM_PCT);
+  default_name(v->resource_cores, VG_ROLE_VGPU_CORES);
   v->split_count = 10;
   v->memory_scaling = 1.0;
   v->core_scaling = 1.0;
@@ -329,8 +326,8 @@ static int parse_gpushare(struct ctx *c, yaml_node_t *key, yaml_node_t *n,
                           struct vg_dialect_gpushare *g) {
   static const char *const known[] = {"resourceName", "memoryUnit", NULL};
   g->enabled = 1;
-  g->unit = 1ULL << 30;
-  snprintf(g->resource, sizeof(g->resource), "aliyun.com/gpu-mem");
+  g->unit = VG_GPUSHARE_UNIT_DEFAULT;
+  default_name(g->resource, VG_ROLE_GPUSHARE_MEM);
   yaml_node_t *m = NULL;
   if (!is_null(n)) {
     if (expect_map(c, n, "gpushare") != 0 || check_keys(c, n, "gpushare", known) != 0) return -1;
@@ -355,8 +352,8 @@ static int parse_cce(struct ctx *c, yaml_node_t *key, yaml_node_t *n, struct vg_
   static const char *const known[] = {"maxVgpusPerGpu", NULL};
   g->enabled = 1;
   g->max_vgpus_per_gpu = VG_CCE_MAX_VGPUS;
-  snprintf(g->resource_mem, sizeof(g->resource_mem), "volcano.sh/gpu-mem.128Mi");
-  snprintf(g->resource_core, sizeof(g->resource_core), "volcano.sh/gpu-core.percentage");
+  default_name(g->resource_mem, VG_ROLE_CCE_MEM);
+  default_name(g->resource_core, VG_ROLE_CCE_CORES);
   note_name(c, g->resource_mem, "cce", key->start_mark);
   note_name(c, g->resource_core, "cce", key->start_mark);
   if (is_null(n)) return 0;
@@ -423,11 +420,12 @@ static int parse_ts_resource(struct ctx *c, yaml_node_t *n, struct vg_dialect_ti
   if (get_string(c, name, "sharing.timeSlicing.resources[].name", buf, sizeof(buf)) != 0) return -1;
   if (strncmp(buf, "nvidia.com/mig-", 15) == 0)
     return FAIL(c, name, "MIG resource '%.100s' is not supported; vgpu shares whole GPUs", buf);
-  if (strcmp(buf, "nvidia.com/gpu") != 0)
+  const char *gpu = vg_resource_name(NULL, VG_ROLE_GPU);
+  if (strcmp(buf, gpu) != 0)
     return FAIL(c, name,
                 "unknown time-slicing resource '%.100s' (NVIDIA's plugin names only "
-                "nvidia.com/gpu and MIG devices)",
-                buf);
+                "%s and MIG devices)",
+                buf, gpu);
   long long r;
   if (get_int(c, rep, "sharing.timeSlicing.resources[].replicas", &r) != 0) return -1;
   if (r < 1) return FAIL(c, rep, "replicas must be at least 1, got %lld", r);
@@ -594,9 +592,8 @@ static int parse_tsl(struct ctx *c, yaml_node_t *tsl, struct vg_dialect_timeslic
        i++) {
     yaml_node_t *item = node_at(c, *i);
     if (i > res->data.sequence.items.start)
-      return FAIL(c, item,
-                  "duplicate time-slicing resource: only one nvidia.com/gpu entry is "
-                  "allowed");
+      return FAIL(c, item, "duplicate time-slicing resource: only one %s entry is allowed",
+                  vg_resource_name(NULL, VG_ROLE_GPU));
     if (parse_ts_resource(c, item, t) != 0) return -1;
     *mark = item->start_mark;
   }
@@ -657,10 +654,10 @@ static int parse_timeslicing(struct ctx *c, yaml_node_t *key, yaml_node_t *n, in
   /* Where the advertised name comes from, for duplicate-name messages. */
   yaml_mark_t mark = n->start_mark;
   if (parse_sharing(c, lookup(c, n, "sharing", NULL), t, &mark) != 0) return -1;
-  snprintf(t->resource, sizeof(t->resource), "%s",
-           t->rename_by_default ? "nvidia.com/gpu.shared" : "nvidia.com/gpu");
+  default_name(t->resource, t->rename_by_default ? VG_ROLE_GPU_SHARED : VG_ROLE_GPU);
   note_name(c, t->resource, "timeSlicing", mark);
-  if (t->rename_by_default && !t->all_devices) note_name(c, "nvidia.com/gpu", "timeSlicing", mark);
+  if (t->rename_by_default && !t->all_devices)
+    note_name(c, vg_resource_name(NULL, VG_ROLE_GPU), "timeSlicing", mark);
   return 0;
 }
 

@@ -17,10 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dialect.h"
 #include "err.h"
 
-/* A Kubernetes extended resource name is at most 253 + 1 + 63 characters. */
-#define VG_RESOURCE_NAME_MAX 320
 #define VG_CONFIG_PATH_MAX 1024
 /* Most GPU indices a timeSlicing `devices:` list may name. */
 #define VG_TS_DEVICES_MAX 64
@@ -31,25 +30,17 @@
 /* Room for the one warning line naming every ignored NVIDIA setting. */
 #define VG_CONFIG_WARNINGS_MAX 2048
 
-enum vg_dialect {
-  VG_DIALECT_VGPU = 0,
-  VG_DIALECT_GPUSHARE = 1,
-  VG_DIALECT_TIMESLICING = 2,
-  VG_DIALECT_CCE = 3,
-  VG_DIALECT_COUNT = 4
-};
-
-/* The spelling used in the file ("vgpu", "gpushare", "timeSlicing", "cce"). */
-const char *vg_dialect_name(enum vg_dialect d);
+/* The dialects' options. Resource names default to common/dialect.c's table
+ * (the comments give each one's role there). */
 
 /* HAMi. Only `resource_count` is a device-plugin resource; the others are
  * read from the pod (and by the scheduler). */
 struct vg_dialect_vgpu {
   int enabled;
-  char resource_count[VG_RESOURCE_NAME_MAX];          /* nvidia.com/vgpu */
-  char resource_mem[VG_RESOURCE_NAME_MAX];            /* nvidia.com/gpumem (MiB) */
-  char resource_mem_percentage[VG_RESOURCE_NAME_MAX]; /* nvidia.com/gpumem-percentage */
-  char resource_cores[VG_RESOURCE_NAME_MAX];          /* nvidia.com/gpucores (%) */
+  char resource_count[VG_RESOURCE_NAME_MAX];          /* VG_ROLE_VGPU_COUNT */
+  char resource_mem[VG_RESOURCE_NAME_MAX];            /* VG_ROLE_VGPU_MEM (MiB) */
+  char resource_mem_percentage[VG_RESOURCE_NAME_MAX]; /* VG_ROLE_VGPU_MEM_PCT */
+  char resource_cores[VG_RESOURCE_NAME_MAX];          /* VG_ROLE_VGPU_CORES (%) */
   unsigned split_count;                               /* slices per GPU, default 10 */
   double memory_scaling;                              /* 0 < x <= 1, default 1 */
   double core_scaling;                                /* 0 < x <= 10, default 1 */
@@ -58,7 +49,7 @@ struct vg_dialect_vgpu {
 /* Aliyun: one device ID per memory unit. */
 struct vg_dialect_gpushare {
   int enabled;
-  char resource[VG_RESOURCE_NAME_MAX]; /* aliyun.com/gpu-mem */
+  char resource[VG_RESOURCE_NAME_MAX]; /* VG_ROLE_GPUSHARE_MEM */
   uint64_t unit;                       /* bytes: 1 GiB (default) or 1 MiB */
 };
 
@@ -71,7 +62,7 @@ struct vg_dialect_timeslicing {
   int rename_by_default;
   int fail_requests_greater_than_one;
   unsigned replicas;
-  char resource[VG_RESOURCE_NAME_MAX]; /* nvidia.com/gpu or nvidia.com/gpu.shared */
+  char resource[VG_RESOURCE_NAME_MAX]; /* VG_ROLE_GPU or VG_ROLE_GPU_SHARED */
   int all_devices;                     /* devices: all (the default) */
   unsigned devices[VG_TS_DEVICES_MAX]; /* otherwise these GPU indices */
   size_t n_devices;
@@ -81,12 +72,10 @@ struct vg_dialect_timeslicing {
 /* Huawei CCE. Memory in units of 128 MiB, cores in multiples of 5 %. */
 struct vg_dialect_cce {
   int enabled;
-  char resource_mem[VG_RESOURCE_NAME_MAX];  /* volcano.sh/gpu-mem.128Mi */
-  char resource_core[VG_RESOURCE_NAME_MAX]; /* volcano.sh/gpu-core.percentage */
+  char resource_mem[VG_RESOURCE_NAME_MAX];  /* VG_ROLE_CCE_MEM */
+  char resource_core[VG_RESOURCE_NAME_MAX]; /* VG_ROLE_CCE_CORES */
   unsigned max_vgpus_per_gpu;               /* 1..20, default 20 */
 };
-
-#define VG_CCE_UNIT (128ULL << 20)
 
 struct vg_plugin_config {
   char library[VG_CONFIG_PATH_MAX];   /* libvgpu.so on the host */

@@ -16,7 +16,7 @@
 
 #include "config.h"
 #include "devices.h"
-#include "dialect.h"
+#include "advertise.h"
 #include "grpc_server.h"
 #include "steer.h"
 

@@ -6,14 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dialect.h"
 #include "json_get.h"
 #include "pod_quantity.h"
 #include "resize.h"
 
-/* CCE's names (seed 004): memory in 128 MiB units, and a
- * compute share that may only come with memory. */
-#define CCE_MEM "volcano.sh/gpu-mem.128Mi"
-#define CCE_CORES "volcano.sh/gpu-core.percentage"
+/* CCE's names (seed 004; they cannot be renamed): memory in 128 MiB units,
+ * and a compute share that may only come with memory. */
+#define CCE_MEM vg_resource_name(NULL, VG_ROLE_CCE_MEM)
+#define CCE_CORES vg_resource_name(NULL, VG_ROLE_CCE_CORES)
 
 /* What one container asks for. */
 struct asks {
@@ -62,9 +63,9 @@ static void scan_list(json_object *list, const char *which, const struct vg_wh_r
     if (q == 0 && strcmp(name, CCE_MEM) == 0) {
       a->malformed = true;
       set_why(d, VG_WH_REFUSE,
-              "container \"%.64s\": resources.%s " CCE_MEM
-              " is 0; CCE requires a positive integer number of 128 MiB units",
-              a->container, which);
+              "container \"%.64s\": resources.%s %s is 0; CCE requires a positive integer "
+              "number of 128 MiB units",
+              a->container, which, CCE_MEM);
       return;
     }
     if (q > 0 && strcmp(name, CCE_CORES) == 0) a->cce_cores = true;
@@ -82,9 +83,9 @@ static void refuse_cce_cores_alone(json_object *r, struct asks *a, struct vg_wh_
     return;
   a->malformed = true;
   set_why(d, VG_WH_REFUSE,
-          "container \"%.64s\" asks for " CCE_CORES " without " CCE_MEM
-          ": CCE isolates compute only together with memory",
-          a->container);
+          "container \"%.64s\" asks for %s without %s: CCE isolates compute only together "
+          "with memory",
+          a->container, CCE_CORES, CCE_MEM);
 }
 
 static struct asks container_asks(json_object *ctr, const struct vg_wh_resources *res,

@@ -24,36 +24,41 @@
 #define RELOAD_CHECK_S 10
 
 static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
-      "                    [--resources LIST] [--scheduler-user NAME]... [--node-user NAME]...\n"
-      "       vgpu-webhook certs --help\n"
-      "  --tls-cert FILE     serving certificate (PEM, chain allowed); reloaded within %d s\n"
-      "                      of a change, as when Kubernetes updates a mounted Secret\n"
-      "  --tls-key FILE      its private key (PEM)\n"
-      "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
-      "                      printed as PORT n)\n"
-      "  --resources LIST    comma list of the extended resources that send a pod to\n"
-      "                      vgpu-scheduler (default: every dialect's,\n"
-      "                      %s)\n"
-      "  --scheduler-user NAME\n"
-      "                      vgpu-scheduler's user (request.userInfo.username); repeatable.\n"
-      "                      Only it may change vgpu.io/assigned on a Pod UPDATE, and it and\n"
-      "                      the node agent vgpu.io/resize-status (default\n"
-      "                      %s)\n"
-      "  --node-user NAME    the node agent's (vgpu-device-plugin's) user; repeatable. Only\n"
-      "                      it may change vgpu.io/resize-node (default\n"
-      "                      %s)\n"
-      "  --help, --version\n"
-      "Serves POST /mutate (AdmissionReview v1), GET /healthz, GET /metrics. A pod opts out\n"
-      "with the annotation vgpu.io/scheduler: skip. See docs/admission.md.\n",
-      RELOAD_CHECK_S, vg_wh_default_resources, VG_WH_DEFAULT_SCHEDULER_USER,
-      VG_WH_DEFAULT_NODE_USER);
+  char all[VG_ROLE_COUNT * VG_RESOURCE_NAME_MAX];
+  vg_resource_names_join(NULL, ",", all, sizeof(all));
+  fprintf(f,
+          "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
+          "                    [--resources LIST] [--resource KEY=NAME]...\n"
+          "                    [--scheduler-user NAME]... [--node-user NAME]...\n"
+          "       vgpu-webhook certs --help\n"
+          "  --tls-cert FILE     serving certificate (PEM, chain allowed); reloaded within %d s\n"
+          "                      of a change, as when Kubernetes updates a mounted Secret\n"
+          "  --tls-key FILE      its private key (PEM)\n"
+          "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
+          "                      printed as PORT n)\n"
+          "  --resources LIST    comma list of the extended resources that send a pod to\n"
+          "                      vgpu-scheduler (default: every dialect's,\n"
+          "                      %s, with --resource's names)\n"
+          "  --resource KEY=NAME the name a resource was renamed to in the device plugin's\n"
+          "                      configuration, KEY its key there (repeatable; %s)\n"
+          "  --scheduler-user NAME\n"
+          "                      vgpu-scheduler's user (request.userInfo.username); repeatable.\n"
+          "                      Only it may change vgpu.io/assigned on a Pod UPDATE, and it and\n"
+          "                      the node agent vgpu.io/resize-status (default\n"
+          "                      %s)\n"
+          "  --node-user NAME    the node agent's (vgpu-device-plugin's) user; repeatable. Only\n"
+          "                      it may change vgpu.io/resize-node (default\n"
+          "                      %s)\n"
+          "  --help, --version\n"
+          "Serves POST /mutate (AdmissionReview v1), GET /healthz, GET /metrics. A pod opts out\n"
+          "with the annotation vgpu.io/scheduler: skip. See docs/admission.md.\n",
+          RELOAD_CHECK_S, all, vg_resource_keys(), VG_WH_DEFAULT_SCHEDULER_USER,
+          VG_WH_DEFAULT_NODE_USER);
 }
 
 struct serve_flags {
-  const char *listen, *cert, *key, *resources;
+  const char *listen, *cert, *key, *resources; /* resources NULL: every role's name */
+  struct vg_resource_names names;
   struct vg_wh_writers writers; /* as given; the defaults fill the empty sets after */
 };
 
@@ -69,15 +74,12 @@ static int add_user(struct serve_flags *f, int c, const char *name) {
 
 /* 0 to serve, 1 done (help/version), 2 usage error. */
 static int parse(int argc, char **argv, struct serve_flags *f) {
-  static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
-                                       {"tls-cert", required_argument, NULL, 'c'},
-                                       {"tls-key", required_argument, NULL, 'k'},
-                                       {"resources", required_argument, NULL, 'r'},
-                                       {"scheduler-user", required_argument, NULL, 's'},
-                                       {"node-user", required_argument, NULL, 'n'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {"version", no_argument, NULL, 'V'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"listen", required_argument, NULL, 'l'},    {"tls-cert", required_argument, NULL, 'c'},
+      {"tls-key", required_argument, NULL, 'k'},   {"resources", required_argument, NULL, 'r'},
+      {"resource", required_argument, NULL, 'R'},  {"scheduler-user", required_argument, NULL, 's'},
+      {"node-user", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0}};
   for (int c; (c = vg_getopt_long(argc, argv, "h", opts, "vgpu-webhook")) != -1;) {
     if (c == 'l')
       f->listen = optarg;
@@ -87,7 +89,11 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
       f->key = optarg;
     else if (c == 'r')
       f->resources = optarg;
-    else if (c == 's' || c == 'n') {
+    else if (c == 'R') {
+      struct vg_err err = {{0}};
+      if (vg_resource_names_set(&f->names, optarg, &err) != 0)
+        return fprintf(stderr, "vgpu-webhook: %s\n", err.msg), 2;
+    } else if (c == 's' || c == 'n') {
       if (add_user(f, c, optarg) != 0) return 2;
     } else if (c == 'h')
       return usage(stdout), 1;
@@ -122,12 +128,15 @@ static void serve(struct vg_wh_server *s, const sigset_t *set) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "certs") == 0) return vg_wh_certs_main(argc - 1, argv + 1);
   vg_log_set_default(VG_LOG_INFO);
-  struct serve_flags f = {.listen = "0.0.0.0:8443", .resources = vg_wh_default_resources};
+  static struct serve_flags f = {.listen = "0.0.0.0:8443"};
+  vg_resource_names_default(&f.names);
   int rc = parse(argc, argv, &f);
   if (rc != 0) return rc == 1 ? 0 : 2;
   struct vg_err err = {{0}};
-  struct vg_wh_resources res;
-  if (vg_wh_resources_parse(f.resources, &res, &err) != 0) {
+  static struct vg_wh_resources res;
+  if (f.resources == NULL)
+    vg_wh_resources_default(&res, &f.names);
+  else if (vg_wh_resources_parse(f.resources, &res, &err) != 0) {
     fprintf(stderr, "vgpu-webhook: %s\n", err.msg);
     return 2;
   }

@@ -1,12 +1,15 @@
 /* resources.c -- see resources.h. */
 #include "resources.h"
 
+#include <stdio.h>
 #include <string.h>
 
-const char vg_wh_default_resources[] =
-    "nvidia.com/vgpu,nvidia.com/gpumem,nvidia.com/gpumem-percentage,nvidia.com/gpucores,"
-    "aliyun.com/gpu-mem,nvidia.com/gpu,nvidia.com/gpu.shared,volcano.sh/gpu-mem.128Mi,"
-    "volcano.sh/gpu-core.percentage";
+void vg_wh_resources_default(struct vg_wh_resources *r, const struct vg_resource_names *names) {
+  r->n = 0;
+  for (int role = 0; role < VG_ROLE_COUNT && r->n < VG_WH_RESOURCES_MAX; role++)
+    snprintf(r->name[r->n++], sizeof(r->name[0]), "%s",
+             vg_resource_name(names, (enum vg_role)role));
+}
 
 /* One entry [p, p+len) into r; spaces around it already trimmed. */
 static int add(struct vg_wh_resources *r, const char *p, size_t len, struct vg_err *err) {

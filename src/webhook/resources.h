@@ -1,7 +1,8 @@
 /*
  * resources.h -- the extended resources that send a pod to vgpu-scheduler.
  *
- * Every dialect's names by default (the same list as kube-scheduler's
+ * Every dialect's names by default (common/dialect.h's table, with the
+ * renames given by --resource; the same list as kube-scheduler's
  * managedResources in deploy/base/scheduler-config.yaml); --resources
  * narrows it to the dialects a cluster runs, so that, say, a cluster whose
  * plain `nvidia.com/gpu` belongs to NVIDIA's own device plugin keeps those
@@ -12,18 +13,19 @@
 
 #include <stdbool.h>
 
+#include "dialect.h"
 #include "err.h"
 
 #define VG_WH_RESOURCES_MAX 32
-#define VG_WH_RESOURCE_NAME_MAX 318 /* 253 (prefix) + '/' + 63 + NUL */
+#define VG_WH_RESOURCE_NAME_MAX VG_RESOURCE_NAME_MAX
 
 struct vg_wh_resources {
   int n;
   char name[VG_WH_RESOURCES_MAX][VG_WH_RESOURCE_NAME_MAX];
 };
 
-/* The comma list every dialect uses (the --resources default). */
-extern const char vg_wh_default_resources[];
+/* Every role's name in names (NULL: the defaults): the --resources default. */
+void vg_wh_resources_default(struct vg_wh_resources *r, const struct vg_resource_names *names);
 
 /* list: "a,b,..." (spaces around names ignored). -1 with err naming the bad
  * entry (empty, too long, no '/', too many). */

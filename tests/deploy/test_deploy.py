@@ -38,6 +38,8 @@ DEPLOY = os.path.join(ROOT, "deploy")
 NS = "vgpu-system"
 sys.path.insert(0, os.path.join(ROOT, "images"))
 import spec  # noqa: E402  images/spec.py: the images `make images` builds and their references
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dialects  # noqa: E402  tests/deploy/dialects.py: src/common/dialect.c's table
 import privileges  # noqa: E402  tests/deploy/privileges.py: docs/install.md's Privileges table
 
 # deploy/base/kustomization.yaml's images: entries (images/spec.py reads them for `make images`)
@@ -47,10 +49,7 @@ CONTROL_IMAGE = REFS.get("vgpu-scheduler", "vgpu-scheduler")
 KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.29.4"
 OVERLAYS = {"vgpu": "vgpu.yaml", "gpushare": "gpushare.yaml",
             "time-slicing": "nvidia-time-slicing.yaml", "cce": "cce.yaml"}
-ALL_GPU_RESOURCES = {
-    "nvidia.com/vgpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage",
-    "nvidia.com/gpucores", "aliyun.com/gpu-mem", "nvidia.com/gpu", "nvidia.com/gpu.shared",
-    "volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"}
+ALL_GPU_RESOURCES = dialects.default_names()
 FAILURES = []
 
 
@@ -244,19 +243,12 @@ def dialect_resources(config):
     out = set()
     for name, d in (config.get("dialects") or {}).items():
         d = d or {}
-        if name == "vgpu":
-            out |= {d.get("resourceName", "nvidia.com/vgpu"),
-                    d.get("resourceMem", "nvidia.com/gpumem"),
-                    d.get("resourceMemPercentage", "nvidia.com/gpumem-percentage"),
-                    d.get("resourceCores", "nvidia.com/gpucores")}
-        elif name == "gpushare":
-            out.add(d.get("resourceName", "aliyun.com/gpu-mem"))
-        elif name == "timeSlicing":
+        if name == "timeSlicing":
             ts = d["sharing"]["timeSlicing"]
             suffix = ".shared" if ts.get("renameByDefault") else ""
             out |= {r["name"] + suffix for r in ts["resources"]}
-        elif name == "cce":
-            out |= {"volcano.sh/gpu-mem.128Mi", "volcano.sh/gpu-core.percentage"}
+        else:
+            out |= dialects.configured_names(name, d)
     return out
 
 

@@ -313,6 +313,34 @@ def quantities_time_slicing(ctx):
     delete_pods(ctx)
 
 
+@case("renamed-memory")
+def renamed_memory(ctx):
+    """The device plugin configured with vgpu.resourceMem: example.com/vram, and
+    vgpu-scheduler, vgpu-webhook and kube-scheduler told the same (docs/configuration.md,
+    "Renaming a resource"): nvidia.com/vgpu 1 with example.com/vram 3000 is routed,
+    placed by vgpu-scheduler on 3000 MiB and the container is limited to exactly that.
+    Before the dialect table vgpu-scheduler knew only nvidia.com/gpumem and gave the
+    pod the whole GPU. The installation is put back afterwards."""
+    renames = {"vgpu.resourceMem": "example.com/vram"}
+    ctx.agents.apply_renamed(renames)
+    try:
+        name = "q-vram"
+        log = run_pod(ctx, name, {"nvidia.com/vgpu": "1", "example.com/vram": "3000"},
+                      scheduler=None)  # the webhook routes it
+        pod = kube.get("pod", name, NS)
+        check(pod["spec"].get("schedulerName") == "vgpu-scheduler",
+              "the webhook did not route the pod: schedulerName %s" % pod["spec"].get(
+                  "schedulerName"))
+        assigned = json.loads(pod["metadata"]["annotations"]["vgpu.io/assigned"])
+        got = [g["memory"] for c in assigned["containers"] for g in c["gpus"]]
+        check(got == [3000 * MIB], "vgpu-scheduler assigned %s, not 3000 MiB" % got)
+        check_inside(name, log, 3000 * MIB, None, True)
+        delete_pods(ctx)
+    finally:
+        delete_pods(ctx)
+        ctx.agents.apply_renamed({})
+
+
 def refusal_events(name):
     msgs = [e.get("message", "") for e in kube.events(name, NS) if e.get("reason") ==
             "FailedScheduling"]

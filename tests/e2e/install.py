@@ -130,6 +130,55 @@ class Installation:
         print("    " + self.run(["bash", os.path.join(ROOT, "deploy", "kube-version.sh"), "--base",
                                  self.dialects, self.overlay]).strip(), flush=True)
 
+    def apply_renamed(self, renames):
+        """vgpu with resources renamed as docs/configuration.md's "Renaming a
+        resource" tells an operator: the name in the device plugin's configuration,
+        the same `--resource KEY=NAME` on vgpu-scheduler and vgpu-webhook, and the new
+        name in kube-scheduler's managedResources; an overlay over the installed one.
+        renames: {configuration key: name}, e.g. {"vgpu.resourceMem": "example.com/vram"};
+        {} puts the installation back as it was. Waits for the new pods."""
+        if not renames:
+            kube.kubectl("apply", "-k", self.overlay, timeout=120)
+            self.wait_ready()
+            return
+        d = os.path.join(self.work, "renamed")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        config = yaml.safe_load(e2e_plugin_config())
+        for key, name in renames.items():
+            dialect, field = key.split(".")
+            config["dialects"][dialect][field] = name
+        with open(os.path.join(d, "config.yaml"), "w") as f:
+            yaml.safe_dump(config, f)
+        sched = os.path.join(self.overlay, "scheduler-config.yaml")  # kube-version.sh's, if any
+        if not os.path.exists(sched):
+            sched = os.path.join(ROOT, "deploy", "base", "scheduler-config.yaml")
+        with open(sched) as f:
+            sched = yaml.safe_load(f)
+        for name in renames.values():
+            sched["extenders"][0]["managedResources"].append(
+                {"name": name, "ignoredByScheduler": True})
+        with open(os.path.join(d, "scheduler-config.yaml"), "w") as f:
+            yaml.safe_dump(sched, f)
+        flags = [{"op": "add", "path": "/spec/template/spec/containers/%d/command/-", "value":
+                  "--resource=%s=%s" % kv} for kv in sorted(renames.items())]
+        def patch(name, container):
+            return {"target": {"kind": "Deployment", "name": name}, "patch": json.dumps(
+                [dict(op, path=op["path"] % container) for op in flags])}
+        kustomization = {
+            "bases": [os.path.relpath(self.overlay, d)],
+            "configMapGenerator": [
+                {"name": "vgpu-device-plugin-config", "namespace": NS, "behavior": "replace",
+                 "files": ["config.yaml"]},
+                {"name": "vgpu-scheduler-config", "namespace": NS, "behavior": "replace",
+                 "files": ["scheduler-config.yaml"]}],
+            "patches": [patch("vgpu-scheduler", 1), patch("vgpu-webhook", 0)],
+        }
+        with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump(kustomization, f)
+        kube.kubectl("apply", "-k", d, timeout=120)
+        self.wait_ready()
+
     def kube_version(self):
         v = json.loads(kube.kubectl("version", "-o", "json"))["serverVersion"]["gitVersion"]
         return v.lstrip("v").split("-")[0].split("+")[0]

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "dialect.h"
+#include "advertise.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct vg_plugin_config cfg;

@@ -67,7 +67,7 @@ static void review_wrapped(const char *head, const uint8_t *data, size_t size,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct vg_wh_resources res;
   static struct vg_wh_writers w;
-  if (res.n == 0 && vg_wh_resources_parse(vg_wh_default_resources, &res, NULL) != 0) abort();
+  if (res.n == 0) vg_wh_resources_default(&res, NULL);
   vg_wh_writers_default(&w);
   struct vg_wh_reply r;
   vg_wh_review((const char *)data, size, &res, &w, &r);

@@ -292,6 +292,28 @@ def test_specific_json(args, tmp):
         c.close()
 
 
+def test_renamed(args, tmp):
+    """A vgpu memory resource renamed in the device plugin's configuration
+    (vgpu.resourceMem: example.com/vram) is what inspect reads a pod's memory from when
+    given --resource vgpu.resourceMem=example.com/vram; without it the memory is unknown."""
+    fixture = {"nodes": [{"name": "ren", "ip": "10.0.0.9", "gpus": [{
+        "uuid": "GPU-ren-0", "type": "A100", "memory": "16Gi", "health": "Healthy",
+        "resources": [{"name": "nvidia.com/vgpu", "dialect": "vgpu", "count": 4, "unit": 0,
+                       "memory": "16Gi", "cores": 100}]}]}],
+        "pods": [{"ns": "default", "name": "vram", "node": "ren", "containers": [
+            {"name": "main", "limits": {"nvidia.com/vgpu": "1", "example.com/vram": "3000"}}]}]}
+    c = Cluster(args.fake, tmp, fixture)
+    try:
+        for extra, want in ((["--resource", "vgpu.resourceMem=example.com/vram"], 3000 << 20),
+                            ([], None)):
+            rc, out, err = run(args.bin, ["-o", "json", "--kubeconfig", c.kubeconfig] + extra)
+            un = json.loads(out)["nodes"][0]["unassigned"] if rc == 0 else err
+            check(rc == 0 and [u["memory"] for u in un] == [want],
+                  "renamed vgpu memory %s: %s" % (extra, un))
+    finally:
+        c.close()
+
+
 def test_node_argument(args, tmp):
     with open(os.path.join(HERE, "fixtures", "vgpu.json")) as f:
         c = Cluster(args.fake, tmp, json.load(f))
@@ -450,6 +472,8 @@ def test_bad_arguments(args, tmp):
         (["a", "b"], "one NODE at most (got a second one, 'b')"),
         (["-d", "-o", "json"], "-d and -o json do not go together"),
         (["--kubeconfig"], "--kubeconfig needs a file"),
+        (["--resource", "vgpu.memory=a/b"], "--resource: unknown key 'vgpu.memory'"),
+        (["--resource", "vgpu.resourceMem=vram"], "is not an extended resource name"),
     ]
     for argv, msg in cases:
         rc, out, err = run(args.bin, argv)
@@ -471,7 +495,8 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vg-inspect-")
     try:
-        for t in (test_goldens, test_specific_json, test_node_argument, test_unreachable,
+        for t in (test_goldens, test_specific_json, test_renamed, test_node_argument,
+                  test_unreachable,
                   test_bad_arguments, test_end_to_end):
             t(args, tmp)
             print("%s: %s" % (t.__name__, "done"))

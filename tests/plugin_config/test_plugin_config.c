@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "dialect.h"
+#include "advertise.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)

@@ -52,7 +52,7 @@ json_object *fx_response(const char *review_text) {
 
 json_object *fx_response_with(const char *review_text, const struct vg_wh_writers *w) {
   struct vg_wh_resources res;
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  vg_wh_resources_default(&res, NULL);
   struct vg_wh_reply r;
   vg_wh_review(review_text, strlen(review_text), &res, w, &r);
   assert_int_equal(r.status, 200);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "decide.h"
 #include "json_get.h"
 #include "patch.h"
 #include "review_fixture.h"
@@ -527,7 +528,7 @@ static void test_writer_flags(void **state) {
 
 static void expect_status(const char *body, size_t len, unsigned status, const char *part) {
   struct vg_wh_resources res;
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  vg_wh_resources_default(&res, NULL);
   struct vg_wh_writers w = {0};
   vg_wh_writers_default(&w);
   struct vg_wh_reply r;
@@ -626,9 +627,43 @@ static void test_resources_flag(void **state) {
   assert_int_equal(vg_wh_resources_parse("gpu", &res, &err), -1);
   assert_non_null(strstr(err.msg, "\"gpu\""));
   assert_int_equal(res.n, 0);
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, &err), 0);
+  vg_wh_resources_default(&res, NULL);
   assert_int_equal(res.n, 9);
   for (size_t i = 0; i < 9; i++) assert_true(vg_wh_resources_has(&res, all_resources[i]));
+}
+
+/* Resources renamed in the device plugin's configuration and given to the
+ * webhook with --resource route a pod under their new names; the default
+ * names alone do not know them (before the dialect table, nothing did). */
+static void test_renamed_resources_route(void **state) {
+  (void)state;
+  struct vg_resource_names names;
+  struct vg_err err = {{0}};
+  vg_resource_names_default(&names);
+  assert_int_equal(vg_resource_names_set(&names, "vgpu.resourceName=example.com/vgpu", &err), 0);
+  assert_int_equal(vg_resource_names_set(&names, "vgpu.resourceMem=example.com/vram", &err), 0);
+  struct vg_wh_resources renamed, dflt;
+  vg_wh_resources_default(&renamed, &names);
+  vg_wh_resources_default(&dflt, NULL);
+  assert_true(vg_wh_resources_has(&renamed, "example.com/vram"));
+  assert_false(vg_wh_resources_has(&renamed, "nvidia.com/gpumem"));
+  const char *asks[] = {"\"example.com/vgpu\":\"1\",\"example.com/vram\":\"3000\"",
+                        "\"example.com/vram\":\"3000\""};
+  for (size_t i = 0; i < 2; i++) {
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+             "\"resources\":{\"limits\":{%s}}}]}}",
+             asks[i]);
+    json_object *pod = json_tokener_parse(text);
+    assert_non_null(pod);
+    struct vg_wh_decision d;
+    vg_wh_decide(pod, &renamed, &d);
+    assert_int_equal(d.verdict, VG_WH_ROUTE);
+    vg_wh_decide(pod, &dflt, &d);
+    assert_int_equal(d.verdict, VG_WH_ALLOW);
+    json_object_put(pod);
+  }
 }
 
 /* The label that scopes the guard's calls cannot be removed or changed, by
@@ -652,7 +687,7 @@ static void test_managed_label_guarded(void **state) {
 /* The answer of the validating endpoint (POST /validate) to review_text. */
 static json_object *validate(const char *review_text) {
   struct vg_wh_resources res;
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  vg_wh_resources_default(&res, NULL);
   struct vg_wh_writers w = {0};
   vg_wh_writers_default(&w);
   struct vg_wh_metrics m = {0};
@@ -714,7 +749,7 @@ static void test_pointer_escape(void **state) {
 static void expect_endpoint(struct vg_wh_metrics *m, const char *method, const char *url,
                             unsigned status, const char *part) {
   struct vg_wh_resources res;
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &res, NULL), 0);
+  vg_wh_resources_default(&res, NULL);
   struct vg_wh_writers w = {0};
   vg_wh_writers_default(&w);
   struct vg_wh_reply r;
@@ -762,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_no_user_info),
       cmocka_unit_test(test_writer_flags),
       cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_renamed_resources_route),
       cmocka_unit_test(test_huge),
       cmocka_unit_test(test_resources_flag),
       cmocka_unit_test(test_managed_label_guarded),

@@ -67,7 +67,7 @@ static int setup(void **state) {
   snprintf(f->other_ca, sizeof(f->other_ca), "%s/other-ca.crt", f->dir);
   assert_int_equal(vg_wh_cert_names("vgpu-webhook", "vgpu-system", names, NULL), 0);
   new_pair(f, f->ca);
-  assert_int_equal(vg_wh_resources_parse(vg_wh_default_resources, &f->res, NULL), 0);
+  vg_wh_resources_default(&f->res, NULL);
   vg_wh_writers_default(&f->writers);
   struct vg_wh_server_options o = {"127.0.0.1:0", f->cert, f->key, &f->res, &f->writers};
   struct vg_err err = {{0}};

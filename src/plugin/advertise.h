@@ -1,10 +1,11 @@
 /*
- * dialect.h -- pure helpers that turn the configuration into what the device
+ * advertise.h -- pure helpers that turn the configuration into what the device
  * plugin advertises to the kubelet and into what a container's device IDs
- * alone say about its limits. No I/O, no NVML: easy to test.
+ * alone say about its limits. No I/O, no NVML: easy to test. The dialects
+ * themselves (roles, default names, units) are common/dialect.h's table.
  */
-#ifndef VG_PLUGIN_DIALECT_H
-#define VG_PLUGIN_DIALECT_H
+#ifndef VG_PLUGIN_ADVERTISE_H
+#define VG_PLUGIN_ADVERTISE_H
 
 #include <stdint.h>
 
@@ -19,7 +20,7 @@ struct vg_advertised {
 };
 
 /* Most entries vg_dialect_advertise fills (one per dialect, plus the whole-GPU
- * `nvidia.com/gpu` of a GPU that a timeSlicing `devices:` list leaves out). */
+ * whole-GPU resource (VG_ROLE_GPU) of a GPU that a timeSlicing `devices:` list leaves out). */
 #define VG_ADVERTISED_MAX (VG_DIALECT_COUNT + 1)
 
 /* For the GPU with NVML index `index` and `gpu_total_mem` bytes, fills out[] with
@@ -27,8 +28,8 @@ struct vg_advertised {
  *   vgpu:        resource_count, deviceSplitCount IDs
  *   gpushare:    resource, floor(memory / unit) IDs
  *   timeSlicing: resource, `replicas` IDs (a GPU not in `devices:` gives
- *                `nvidia.com/gpu` with 1 ID, as NVIDIA's plugin does)
- *   cce:         volcano.sh/gpu-mem.128Mi, floor(memory / 128 MiB) IDs
+ *                VG_ROLE_GPU's name with 1 ID, as NVIDIA's plugin does)
+ *   cce:         resource_mem, floor(memory / 128 MiB) IDs
  * (the kubelet counts the IDs a request takes, so a memory resource needs one ID
  * per unit; CCE's 20-vGPUs-per-GPU cap is max_vgpus_per_gpu, published in
  * the inventory as maxVgpus and kept by the scheduler's fit alone: the IDs
@@ -61,7 +62,7 @@ struct vg_container_limits {
  *   cce:                memory = n_ids * 128 MiB, cores pending
  *   vgpu:               gpus = n_ids, memory and cores pending
  * Returns -1 with err for a resource this configuration does not advertise, a
- * non-device resource (nvidia.com/gpumem...), n_ids == 0, or more than one
+ * non-device resource (vgpu's memory, ...), n_ids == 0, or more than one
  * replica with failRequestsGreaterThanOne. */
 int vg_dialect_container_limits(const struct vg_plugin_config *cfg, const char *name,
                                 uint64_t n_ids, uint64_t gpu_total_mem,

@@ -1,5 +1,5 @@
-/* dialect.c -- what each dialect advertises, and what device IDs alone say. */
-#include "dialect.h"
+/* advertise.c -- what each dialect advertises, and what device IDs alone say. */
+#include "advertise.h"
 
 #include <string.h>
 
@@ -24,7 +24,8 @@ int vg_dialect_advertise(const struct vg_plugin_config *cfg, uint64_t gpu_total_
       out[n++] = (struct vg_advertised){VG_DIALECT_TIMESLICING, cfg->ts.resource, cfg->ts.replicas};
     } else {
       /* A GPU the devices list leaves out is advertised whole, unshared. */
-      out[n++] = (struct vg_advertised){VG_DIALECT_TIMESLICING, "nvidia.com/gpu", 1};
+      out[n++] =
+          (struct vg_advertised){VG_DIALECT_TIMESLICING, vg_resource_name(NULL, VG_ROLE_GPU), 1};
     }
   }
   if (cfg->cce.enabled)
@@ -71,8 +72,9 @@ int vg_dialect_container_limits(const struct vg_plugin_config *cfg, const char *
     limits->memory = n_ids * cfg->gpushare.unit;
     return 0;
   }
-  if (cfg->ts.enabled && (strcmp(name, cfg->ts.resource) == 0 ||
-                          (!cfg->ts.all_devices && strcmp(name, "nvidia.com/gpu") == 0))) {
+  if (cfg->ts.enabled &&
+      (strcmp(name, cfg->ts.resource) == 0 ||
+       (!cfg->ts.all_devices && strcmp(name, vg_resource_name(NULL, VG_ROLE_GPU)) == 0))) {
     limits->dialect = VG_DIALECT_TIMESLICING;
     if (cfg->ts.fail_requests_greater_than_one && n_ids > 1 && strcmp(name, cfg->ts.resource) == 0)
       return vg_err_set(err,
