@@ -1,5 +1,5 @@
 /*
- * extender_request.c -- what a Pod asks for, in every dialect of design.md,
+ * extender_request.c -- what a Pod asks for, in every dialect (docs/configuration.md),
  * as one struct pod_req the fit code understands.
  *
  * Per container (limits win over requests, as the kubelet does):
