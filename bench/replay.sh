@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/replay.sh -- the FGD paper's placement benchmark (research/fgd-benchmark.md):
+# bench/replay.sh -- the FGD paper's placement benchmark (docs/placement.md):
 # every policy of vgpu-replay on every pod trace of the Alibaba GPU data set,
 # seeds 42-51, workload tuned to 130 % of GPU capacity. Prints one table:
 # mean unallocated GPU % at arrived = 100 %, the paper's number where it has

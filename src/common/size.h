@@ -1,7 +1,7 @@
 /*
  * size.h -- parsing and printing of memory sizes and percentages.
  *
- * The grammar is fixed by design.md because users type these values into pod
+ * The grammar (README.md, "Sizes") is fixed because users type these values into pod
  * specs and shells: a bare number is bytes; k/m/g/t and Ki/Mi/Gi/Ti are binary
  * multiples ("300m" is 300 MiB, as HAMi's users write it); KB/MB/GB/TB are
  * decimal; a decimal fraction such as "1.5g" is allowed. Unit letters are

@@ -19,7 +19,7 @@
  * reached, is not held exclusively (a 100 % cores slice) and, for a 100 %
  * request, holds nothing else. CCE keeps one isolation mode per GPU: a GPU
  * with memory-only CCE slices takes no memory+compute CCE slice and the
- * other way round (Huawei's rule; the research note, section 10).
+ * other way round (Huawei's rule; docs/scheduler.md, "One isolation mode per GPU").
  *
  * The GPU chosen among those that fit follows the GPU policy: binpack (the
  * default) takes the one with the least cores and then memory left, spread

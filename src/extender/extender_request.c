@@ -1,5 +1,5 @@
 /*
- * extender_request.c -- what a Pod asks for, in every dialect of design.md,
+ * extender_request.c -- what a Pod asks for, in every dialect (docs/configuration.md),
  * as one struct pod_req the fit code understands.
  *
  * Resource names are looked up by role in common/dialect.h's table, under the

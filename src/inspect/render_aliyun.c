@@ -1,6 +1,6 @@
 /*
  * render_aliyun.c -- `kubectl inspect gpushare [-d]` as Aliyun's plugin
- * prints it (seed 002; research/gpushare-timeslicing.md A5), because users
+ * prints it (seed 002; docs/inspect.md), because users
  * script against that table: the same headers, columns, padding and dash
  * lines, so seed 002's cluster gives seed 002's text byte for byte
  * (tests/inspect/golden/gpushare-mib.txt). What vgpu knows beyond it (the

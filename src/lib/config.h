@@ -2,7 +2,7 @@
  * config.h -- the limits a process was started with, read from its
  * environment.
  *
- * Variables (design.md): CUDA_DEVICE_MEMORY_LIMIT (every device),
+ * Variables (README.md's table): CUDA_DEVICE_MEMORY_LIMIT (every device),
  * CUDA_DEVICE_MEMORY_LIMIT_<i> (CUDA ordinal i, wins), the same pair for
  * CUDA_DEVICE_SM_LIMIT, CUDA_DEVICE_MEMORY_SHARED_CACHE (region file), and our
  * own VGPU_MANAGED_MEMORY=count|refuse, VGPU_SM_POLICY=hard|share and

@@ -371,9 +371,24 @@ static int ensure_preload(const struct vg_plugin *p, char *path, size_t path_len
   snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%lu", path, (long)getpid(),
            __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
   f = fopen(tmp, "w");
-  if (f == NULL || fputs(want, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+  if (f == NULL) {
     snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
-    if (f != NULL) unlink(tmp);
+    return -1;
+  }
+  /* The FILE is closed on every path, a failed fputs included. */
+  bool ok = fputs(want, f) >= 0;
+  int saved = errno;
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    saved = errno;
+  }
+  if (ok && rename(tmp, path) != 0) {
+    ok = false;
+    saved = errno;
+  }
+  if (!ok) {
+    snprintf(err, len, "cannot write %s: %s", path, strerror(saved));
+    unlink(tmp);
     return -1;
   }
   return 0;

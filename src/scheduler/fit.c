@@ -1,7 +1,7 @@
 /*
  * fit.c -- whether a pod fits a node, and the default GPU choice.
  *
- * Rules (research/fgd-benchmark.md §6): CPU and memory must fit; a GPU pod
+ * Rules (docs/placement.md, the paper policies): CPU and memory must fit; a GPU pod
  * needs a node with GPUs of an allowed model; a share (one GPU, < 1000 milli)
  * needs one GPU with at least that much free; N whole GPUs need N fully free
  * GPUs. Shares never span GPUs.

@@ -1,6 +1,6 @@
 /*
  * frag.c -- the FGD fragmentation measure F_n(M) of one node (Weng et al.,
- * ATC'23; research/fgd-benchmark.md §3), in milli-GPU.
+ * ATC'23; docs/placement.md), in milli-GPU.
  *
  * For each task type m of the target workload, the node's free GPU share that
  * m could not use counts as fragment:

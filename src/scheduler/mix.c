@@ -1,7 +1,7 @@
 /*
  * mix.c -- workload families: one trace resampled so that one property of
  * the mix varies while the rest stays the base trace's, the way the FGD
- * paper made its trace families (research/fgd-benchmark.md §5):
+ * paper made its trace families (docs/placement.md, "Workload families"):
  *
  *   multigpu=P  multi-GPU pods carry P % of the GPU request: multi-GPU pods
  *               drawn from the pool are appended (or the base's removed)

@@ -1,6 +1,6 @@
 /*
- * replay.c -- one run of the FGD paper's experiment (research/fgd-benchmark.md
- * §1): pods in a seeded random order, the workload tuned to `tune` x the
+ * replay.c -- one run of the FGD paper's experiment (docs/placement.md,
+ * "Replay"): pods in a seeded random order, the workload tuned to `tune` x the
  * cluster's GPU capacity, every pod tried once (a failure is dropped, never
  * retried, nothing is deleted), and after every pod the unallocated GPU % is
  * recorded against the arrived GPU % (failed pods count as arrived).

@@ -1,7 +1,7 @@
 /*
  * trace.h -- the Alibaba GPU cluster trace (cluster-trace-gpu-v2023) as input
  * to the placement core, and the replay experiment of the FGD paper
- * (research/fgd-benchmark.md §1): CSV loading, seeded shuffling, workload
+ * (docs/placement.md, "Replay"): CSV loading, seeded shuffling, workload
  * tuning and the unallocated-GPU curve.
  */
 #ifndef VG_TRACE_H

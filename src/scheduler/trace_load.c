@@ -1,6 +1,6 @@
 /*
  * trace_load.c -- nodes and pods from the trace's CSV files into the
- * cluster model (column meanings: research/fgd-benchmark.md §5).
+ * cluster model (columns: docs/placement.md, "Replay").
  */
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * workload.c -- FGD's target workload M: the task types of a trace and their
  * popularity p_m.
  *
- * As the artifact does (research/fgd-benchmark.md §3): pods are grouped by
+ * As the artifact does (docs/placement.md): pods are grouped by
  * (CPU, per-GPU milli, GPU count, GPU model constraint) -- memory is not part
  * of the key, a CPU request of 0 counts as 100m -- and the most frequent types
  * are kept until they cover at least coverage_pct of the pods; their shares

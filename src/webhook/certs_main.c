@@ -64,10 +64,16 @@ static int write_file(const char *dir, const char *name, const char *text, struc
   char path[4096];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
-  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
-    if (f != NULL) fclose(f);
-    return vg_err_set(err, "%s: %s", path, strerror(errno));
+  if (f == NULL) return vg_err_set(err, "%s: %s", path, strerror(errno));
+  /* fclose exactly once, even when it fails (the FILE is gone then): the
+   * first error is the one reported. */
+  int failed = fputs(text, f) < 0;
+  int saved = errno;
+  if (fclose(f) != 0 && !failed) {
+    failed = 1;
+    saved = errno;
   }
+  if (failed) return vg_err_set(err, "%s: %s", path, strerror(saved));
   return 0;
 }
 

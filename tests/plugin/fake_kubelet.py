@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A fake kubelet for testing vgpu-device-plugin: an independent implementation
 of the kubelet side of the device plugin API v1beta1 (python3-grpcio), behaving
-as the kubelet does (../shared/research/k8s-interfaces.md sections 1 and 4):
+as the kubelet does (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1, docs/allocation.md):
 
 - serves Registration on <dir>/kubelet.sock after wiping the plugin sockets;
 - Register rejects versions other than v1beta1 and resource names that are

@@ -998,20 +998,27 @@ static void test_numa_topology(void **state) {
   }
 }
 
-/* Allocates run on several threads: the same IDs allocated many times at
- * once (and other IDs beside them) all succeed, name one slot directory per
- * ID set, and leave a consistent region file. */
-static void test_concurrent_allocate(void **state) {
-  struct setup *s = *state;
+/* The plugin started with nvidia.com/gpu registered; the UUIDs of its two
+ * GPUs in u0 and u1 (128 bytes each). */
+static void started_with_gpus(struct setup *s, char *u0, char *u1) {
   start_fake(s, false);
   start_plugin(s, NULL, NULL);
   registered(s, 1, "nvidia.com/gpu");
   const char *r = fake(s, "devices 1 5");
   assert_non_null(strstr(r, "\"ok\": true"));
+  uuid_from(r, 0, u0, 128);
+  uuid_from(r, 1, u1, 128);
+}
+
+/* Allocates run on several threads: the same IDs allocated many times at
+ * once (and other IDs beside them) all succeed, name one slot directory per
+ * ID set, and leave a consistent region file. */
+static void test_concurrent_allocate(void **state) {
+  struct setup *s = *state;
   char u0[128], u1[128];
-  uuid_from(r, 0, u0, sizeof(u0));
-  uuid_from(r, 1, u1, sizeof(u1));
-  r = fake(s, "allocate_parallel 8 %s::0 %s::0 %s::1,%s::1 %s::2,%s::2", u0, u1, u0, u1, u1, u0);
+  started_with_gpus(s, u0, u1);
+  const char *r =
+      fake(s, "allocate_parallel 8 %s::0 %s::0 %s::1,%s::1 %s::2,%s::2", u0, u1, u0, u1, u1, u0);
   if (strstr(r, "\"ok\": true") == NULL) fail_msg("%s", r);
   assert_non_null(strstr(r, "\"calls\": 32"));
   assert_non_null(strstr(r, "\"failed\": []"));
@@ -1042,6 +1049,26 @@ static void test_concurrent_allocate(void **state) {
   assert_int_equal(dir_entries(s->state_dir), 3);
 }
 
+/* The preload file's temporary cannot be written (here: it is /dev/full, so
+ * fclose fails with ENOSPC): Allocate fails naming the file and the cause,
+ * removes the temporary, and the next Allocate writes the file. */
+static void test_preload_write_fails(void **state) {
+  struct setup *s = *state;
+  char u0[128], u1[128];
+  started_with_gpus(s, u0, u1);
+  /* the plugin's first write of the file goes to ld.so.preload.tmp.PID.1 */
+  char tmp[600];
+  snprintf(tmp, sizeof(tmp), "%s/ld.so.preload.tmp.%ld.1", s->state_dir, (long)s->plugin);
+  assert_int_equal(symlink("/dev/full", tmp), 0);
+  const char *r = fake(s, "allocate %s::0", u0);
+  assert_non_null(strstr(r, "\"ok\": false"));
+  if (strstr(r, "ld.so.preload: No space left on device") == NULL) fail_msg("%s", r);
+  struct stat st;
+  assert_int_not_equal(lstat(tmp, &st), 0);
+  r = fake(s, "allocate %s::0", u0);
+  if (strstr(r, "\"ok\": true") == NULL) fail_msg("%s", r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_register_list_allocate, setup, teardown),
@@ -1063,6 +1090,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fifty_pods, setup, teardown),
       cmocka_unit_test_setup_teardown(test_numa_topology, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_allocate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_preload_write_fails, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,8 +144,45 @@ static void test_no_fit_returns_minus_one(void **state) {
   vg_cluster_free(&c);
 }
 
+/* The recipe of docs/architecture.md, "A new placement policy", followed
+ * with a toy: a policy is a score function and a struct vg_policy naming it.
+ * "most-cpu" prefers the node with the most CPU left and takes the default
+ * GPU choice; the placement core (filter, best score, apply) needs nothing
+ * else. Registering it for --policy is one line in policy.c's table. */
+static double score_most_cpu(struct vg_sched *s, int i, const struct vg_pod *p,
+                             struct vg_pick *pick) {
+  const struct vg_node *n = &s->cluster->nodes[i];
+  vg_pick_tightest(n, p, pick);
+  return (double)n->cpu_free / 1000.0;
+}
+
+static void test_toy_policy_from_the_recipe(void **state) {
+  (void)state;
+  static const struct vg_policy most_cpu = {"most-cpu", "the node with the most CPU left",
+                                            score_most_cpu};
+  struct vg_cluster c;
+  vg_cluster_init(&c);
+  add_node(&c, "G2", 32000, 393216, 2, 1000, 1000);
+  add_node(&c, "G2", 96000, 393216, 2, 1000, 300); /* most CPU; GPU 1 tightest */
+  add_node(&c, "G2", 64000, 393216, 2, 1000, 1000);
+  add_node(&c, "G2", 128000, 393216, 1, 100); /* more CPU, but no GPU fits */
+  struct vg_sched s;
+  assert_int_equal(vg_sched_init(&s, &c, &most_cpu, NULL, NULL), 0);
+  struct vg_pod p = pod(4000, 1024, 1, 250);
+  assert_int_equal(vg_sched_place(&s, &p), 1);
+  assert_int_equal(c.nodes[1].gpu_free[1], 50); /* the default GPU choice: tightest */
+  assert_int_equal(c.nodes[1].cpu_free, 92000);
+  vg_sched_free(&s);
+  vg_cluster_free(&c);
+  /* the registered ones are all found by name, as --policy looks them up */
+  for (const struct vg_policy *const *a = vg_policy_all(); *a; a++)
+    assert_ptr_equal(vg_policy_find((*a)->name), *a);
+  assert_null(vg_policy_find("most-cpu"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_toy_policy_from_the_recipe),
       cmocka_unit_test(test_bestfit_picks_the_tightest_node),
       cmocka_unit_test(test_bestfit_weighs_cpu_too),
       cmocka_unit_test(test_ties_go_to_the_lowest_rank),

@@ -1,4 +1,4 @@
-/* test_size.c -- the size and percent grammar of design.md, both ways. */
+/* test_size.c -- the size and percent grammar of src/common/size.h, both ways. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
