@@ -1,7 +1,7 @@
 /*
  * dialect.c -- the dialect table (see dialect.h) and the lookups on it.
  *
- * The rows follow design.md's "resource names a pod can request"; their
+ * The rows are the resource names a pod can request (docs/configuration.md); their
  * order is the role enum's, which is also the order of the admission
  * webhook's default --resources list and of kube-scheduler's
  * managedResources in deploy/base/scheduler-config.yaml.
