@@ -43,15 +43,15 @@ bool vg_textbuf_puts(struct vg_textbuf *t, const char *s) {
   return vg_textbuf_add(t, s, strlen(s));
 }
 
-bool vg_textbuf_printf(struct vg_textbuf *t, const char *fmt, ...) {
+bool vg_textbuf_vprintf(struct vg_textbuf *t, const char *fmt, va_list ap) {
   if (t->oom) return false;
   /* Straight into the room there is; again once grown when it did not fit. */
   for (int pass = 0; pass < 2; pass++) {
     size_t room = t->data != NULL ? t->cap - t->len : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(room > 0 ? t->data + t->len : NULL, room, fmt, ap);
-    va_end(ap);
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(room > 0 ? t->data + t->len : NULL, room, fmt, copy);
+    va_end(copy);
     if (n < 0) { /* an encoding error: nothing appended, as with a failed fprintf */
       if (t->data != NULL) t->data[t->len] = '\0';
       return false;
@@ -64,6 +64,14 @@ bool vg_textbuf_printf(struct vg_textbuf *t, const char *fmt, ...) {
     if (!vg_textbuf_reserve(t, (size_t)n)) return false;
   }
   return false; /* not reached: the second pass has the room */
+}
+
+bool vg_textbuf_printf(struct vg_textbuf *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  bool ok = vg_textbuf_vprintf(t, fmt, ap);
+  va_end(ap);
+  return ok;
 }
 
 void vg_textbuf_reset(struct vg_textbuf *t) {

@@ -19,6 +19,7 @@
 #ifndef VG_TEXTBUF_H
 #define VG_TEXTBUF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -43,6 +44,8 @@ bool vg_textbuf_puts(struct vg_textbuf *t, const char *s);
 /* Appends printf's output. */
 bool vg_textbuf_printf(struct vg_textbuf *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+bool vg_textbuf_vprintf(struct vg_textbuf *t, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 /* Empties the buffer for reuse, keeping its memory (and a sticky oom). */
 void vg_textbuf_reset(struct vg_textbuf *t);
