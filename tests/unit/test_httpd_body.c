@@ -23,6 +23,7 @@
 
 #include "httpd.h"
 
+#define CHUNKED "Transfer-Encoding: chunked\r\n"
 #define LIMIT 64 /* the caller's limit, as --max-body-mib or VG_WH_MAX_BODY set theirs */
 
 /* Answers "<length>:<body>", or 413 "too big". */
@@ -69,9 +70,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Sends head, then body (may be NULL), and reads the answer until the
- * server closes: the status, and the answer's body in out. */
-static int call(const char *head, const char *body, char *out, size_t len) {
+/* Sends "METHOD /x" with the header lines (each ending in CRLF), then body
+ * (may be NULL), and reads the answer until the server closes: the status,
+ * and the answer's body in out. */
+static int call(const char *method, const char *headers, const char *body, char *out, size_t len) {
+  char head[512];
+  snprintf(head, sizeof(head), "%s /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n%s\r\n", method,
+           headers);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   assert_true(fd >= 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
@@ -96,46 +101,32 @@ static int call(const char *head, const char *body, char *out, size_t len) {
 static void test_content_length(void **s) {
   (void)s;
   char out[256];
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Content-Length: 11\r\n\r\n",
-                        "hello world", out, sizeof(out)),
-                   200);
+  assert_int_equal(call("POST", "Content-Length: 11\r\n", "hello world", out, sizeof(out)), 200);
   assert_string_equal(out, "11:hello world");
 }
 
 static void test_empty(void **s) {
   (void)s;
   char out[256];
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Content-Length: 0\r\n\r\n",
-                        NULL, out, sizeof(out)),
-                   200);
+  assert_int_equal(call("POST", "Content-Length: 0\r\n", NULL, out, sizeof(out)), 200);
   assert_string_equal(out, "0:");
-  assert_int_equal(
-      call("GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", NULL, out, sizeof(out)), 200);
+  assert_int_equal(call("GET", "", NULL, out, sizeof(out)), 200);
   assert_string_equal(out, "0:");
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n",
-                        "0\r\n\r\n", out, sizeof(out)),
-                   200);
+  assert_int_equal(call("POST", CHUNKED, "0\r\n\r\n", out, sizeof(out)), 200);
   assert_string_equal(out, "0:");
 }
 
 static void test_chunked(void **s) {
   (void)s;
   char out[256];
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n",
-                        "5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\n\r\n", out, sizeof(out)),
-                   200);
+  assert_int_equal(
+      call("POST", CHUNKED, "5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\n\r\n", out, sizeof(out)),
+      200);
   assert_string_equal(out, "11:hello world");
   /* Exactly the limit is still taken. */
   char body[LIMIT + 32];
   snprintf(body, sizeof(body), "%x\r\n%0*d\r\n0\r\n\r\n", LIMIT, LIMIT, 0);
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n",
-                        body, out, sizeof(out)),
-                   200);
+  assert_int_equal(call("POST", CHUNKED, body, out, sizeof(out)), 200);
   assert_int_equal(atoi(out), LIMIT);
 }
 
@@ -143,18 +134,12 @@ static void test_too_large(void **s) {
   (void)s;
   char out[256];
   /* Content-Length over the limit: 413 with no body sent at all. */
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Content-Length: 65\r\n\r\n",
-                        NULL, out, sizeof(out)),
-                   413);
+  assert_int_equal(call("POST", "Content-Length: 65\r\n", NULL, out, sizeof(out)), 413);
   assert_string_equal(out, "too big");
   /* Chunked: only the sum tells; read, dropped, then refused. */
   char body[256];
   snprintf(body, sizeof(body), "%x\r\n%0*d\r\n%x\r\n%0*d\r\n0\r\n\r\n", 40, 40, 0, 25, 25, 0);
-  assert_int_equal(call("POST /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n",
-                        body, out, sizeof(out)),
-                   413);
+  assert_int_equal(call("POST", CHUNKED, body, out, sizeof(out)), 413);
   assert_string_equal(out, "too big");
 }
 
