@@ -54,8 +54,8 @@ void vg_assert_golden(const char *name, const char *actual) {
     fputs(actual, f);
     fclose(f);
   }
-  int line = want != NULL ? first_difference(want, actual) : 0;
+  if (want == NULL) fail_msg("%s: cannot read the golden text; got %s", path, out);
+  int line = first_difference(want, actual);
   free(want);
-  fail_msg("%s: the text differs from line %d on (unreadable golden file: line 0); got %s", path,
-           line, out);
+  fail_msg("%s: the text differs from line %d on; got %s", path, line, out);
 }

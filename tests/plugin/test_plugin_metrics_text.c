@@ -7,14 +7,18 @@
  * The registry is made to be the same on every machine: three GPUs, two of
  * them the simulated NVML's (loaded by path before the agent opens it by
  * soname, so a real driver is never asked) and one NVML does not know; a
- * node name and GPU models with a quote, a backslash and a newline, which
- * the label values must escape; a stale slot directory; no PodResources
- * socket (so no containers and podresources_up 0); the steering, gate and
- * slot collector counters at zero. test_plugin_metrics checks the container
- * families by value and with promtool.
+ * node name, GPU models and a pod name with a quote, a backslash or a
+ * newline, which the label values must escape; three containers the fake
+ * kubelet's PodResources lists -- one on two GPUs with limits, compute use
+ * and 256 MiB charged to a process slot of this test (not counted live: the
+ * lock that shows it alive is this process's own), one waiting for its
+ * limits, one with no region -- and a stale slot directory; the steering, gate and slot
+ * collector counters at zero. test_plugin_metrics checks the same families
+ * against a running agent, by value and with promtool.
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +38,9 @@
 #include "k8s.h"
 #include "metrics.h"
 #include "plugin.h"
+#include "plugin_fixture.h"
+#include "region.h"
+#include "slot.h"
 #include "slot_gc.h"
 #include "steer.h"
 
@@ -65,6 +72,55 @@ static void gpu(struct vg_plugin *p, const char *uuid, const char *name, uint64_
   g->healthy = healthy;
 }
 
+/* A container's slot directory (named by its device IDs, as Allocate names
+ * it) with a region of one device per uuid: limit (0: none), compute limit,
+ * and a last-second compute use of used_pct. The region stays open in shm. */
+static void slot_region(const char *state_dir, const char *const *ids, size_t nids,
+                        const char *const *uuids, const uint64_t *limit, unsigned sm_limit,
+                        bool pending, struct vg_shm *shm) {
+  char name[17], dir[700];
+  assert_int_equal(vg_slot_name(ids, nids, name), 0);
+  snprintf(dir, sizeof(dir), "%s/slots/%s", state_dir, name);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  struct vg_err err;
+  assert_int_equal(vg_region_create_slot(shm, dir, &err), 0);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  for (int d = 0; uuids[d] != NULL; d++) {
+    assert_int_equal(vg_region_lock(shm), 0);
+    int dev = vg_region_device_locked(shm, uuids[d], 16384 * MIB);
+    vg_region_unlock(shm);
+    assert_int_equal(dev, d);
+    assert_int_equal(vg_region_set_mem_limit(shm, dev, limit[d], &err), 0);
+    assert_int_equal(vg_region_set_sm_limit(shm, dev, sm_limit, &err), 0);
+    struct vg_region_device *rd = &vg_region_of(shm)->dev[dev];
+    rd->sm_window_start_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    rd->sm_last_window_ns = 1000000000ull;
+    rd->sm_last_window_used_ns = 125000000ull * (uint64_t)(d + 1); /* 12.5 %, 25 % */
+  }
+  vg_region_set_pending(shm, pending);
+}
+
+/* The fake kubelet's PodResources lists three containers; two have regions
+ * (a and b, open in shm[0..1]); a's has a process slot holding 256 MiB. */
+static void containers(struct setup *s, const char *dir, char uuids[2][96], struct vg_shm shm[2],
+                       int *proc) {
+  assert_true(strlen(dir) + sizeof("/pr.sock") <= sizeof(s->pr_socket));
+  snprintf(s->pr_socket, sizeof(s->pr_socket), "%.300s/pr.sock", dir);
+  start_fake(s, true);
+  assert_non_null(strstr(fake(s, "assign default pod-a main nvidia.com/vgpu a-1,a-2"), "true"));
+  assert_non_null(strstr(fake(s, "assign kube-system web\"1\\x side nvidia.com/vgpu b-1"), "true"));
+  assert_non_null(strstr(fake(s, "assign default no-region c nvidia.com/vgpu c-1"), "true"));
+  const char *a_ids[] = {"a-1", "a-2"}, *b_ids[] = {"b-1"};
+  const char *a_uuids[] = {uuids[0], uuids[1], NULL}, *b_uuids[] = {"GPU-not-in-nvml", NULL};
+  const uint64_t a_limit[] = {3000 * MIB, 0}, b_limit[] = {1024 * MIB};
+  slot_region(dir, a_ids, 2, a_uuids, a_limit, 30, false, &shm[0]);
+  slot_region(dir, b_ids, 1, b_uuids, b_limit, 0, true, &shm[1]);
+  *proc = vg_region_join(&shm[0], getpid());
+  assert_true(*proc >= 0);
+  assert_true(vg_region_reserve(&shm[0], *proc, 0, 256 * MIB));
+}
+
 /* The UUIDs differ between simulator builds: the golden text names them U0, U1. */
 static char *replace(char *text, const char *from, const char *to) {
   for (char *at; (at = strstr(text, from)) != NULL;) {
@@ -81,16 +137,19 @@ static char *replace(char *text, const char *from, const char *to) {
 }
 
 static void test_golden(void **state) {
-  (void)state;
-  char dir[] = "/tmp/vgpu-metrics-text-XXXXXX", path[600], sock[600];
-  assert_non_null(mkdtemp(dir));
+  struct setup *fx = *state;
+  char dir[400], path[600], sock[600];
+  snprintf(dir, sizeof(dir), "%s", fx->env.dir);
   char uuids[2][96];
   sim_nvml(dir, uuids);
   snprintf(path, sizeof(path), "%s/slots", dir);
   assert_int_equal(mkdir(path, 0755), 0);
   snprintf(path, sizeof(path), "%s/slots/0123456789abcdef", dir);
   assert_int_equal(mkdir(path, 0755), 0);
-  snprintf(sock, sizeof(sock), "%s/no-kubelet.sock", dir);
+  struct vg_shm shm[2];
+  int proc;
+  containers(fx, dir, uuids, shm, &proc);
+  snprintf(sock, sizeof(sock), "%s", fx->pr_socket);
 
   static struct vg_plugin p;
   pthread_mutex_init(&p.lock, NULL);
@@ -132,11 +191,13 @@ static void test_golden(void **state) {
   vg_gate_free(gate);
   vg_steer_free(steer);
   vg_k8s_client_free(k8s);
-  snprintf(path, sizeof(path), "rm -rf '%s'", dir);
-  assert_int_equal(system(path), 0);
+  vg_region_release(&shm[0], proc, 0, 256 * MIB);
+  vg_region_leave(&shm[0], proc);
+  vg_shm_close(&shm[0]);
+  vg_shm_close(&shm[1]);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test_setup_teardown(test_golden, setup, teardown)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
