@@ -14,6 +14,7 @@
 #include "gpu_usage.h"
 #include "plugin.h"
 #include "podresources.h"
+#include "prom.h"
 #include "region.h"
 #include "slot.h"
 #include "slot_gc.h"
@@ -44,7 +45,7 @@ struct ctr {
 struct gpu_row {
   const struct vg_gpu *g;
   const struct vg_gpu_usage *u; /* NULL when NVML did not answer for it */
-  char labels[1200];
+  struct vg_textbuf labels;     /* node, gpu, uuid */
   uint64_t allocated;
   int containers;
 };
@@ -149,21 +150,6 @@ static void collect(struct scrape *s) {
 
 /* ---- printing ---- */
 
-/* A label value with \, " and newline escaped. */
-static const char *esc(const char *v, char *out, size_t len) {
-  size_t n = 0;
-  for (; *v != '\0' && n + 3 < len; v++) {
-    if (*v == '\\' || *v == '"' || *v == '\n') out[n++] = '\\';
-    out[n++] = *v == '\n' ? 'n' : *v;
-  }
-  out[n] = '\0';
-  return out;
-}
-
-static void family(FILE *f, const char *name, const char *type, const char *help) {
-  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 static int gpu_index(const struct scrape *s, const char *uuid) {
   for (unsigned i = 0; i < s->ngpus; i++)
     if (strcmp(s->gpus[i].uuid, uuid) == 0) return (int)s->gpus[i].index;
@@ -182,11 +168,13 @@ static const struct vg_gpu_usage *usage_of(const struct scrape *s, const char *u
   return NULL;
 }
 
-/* node="..",gpu="..",uuid=".." */
-static void gpu_labels(const struct scrape *s, const struct vg_gpu *g, char *out, size_t len) {
-  char node[600], uuid[300];
-  snprintf(out, len, "node=\"%s\",gpu=\"%u\",uuid=\"%s\"", esc(s->src->node, node, sizeof(node)),
-           g->index, esc(g->uuid, uuid, sizeof(uuid)));
+/* node, gpu, uuid */
+static void gpu_labels(const struct scrape *s, const struct vg_gpu *g, struct vg_textbuf *l) {
+  char index[16];
+  snprintf(index, sizeof(index), "%u", g->index);
+  vg_prom_label(l, "node", s->src->node);
+  vg_prom_label(l, "gpu", index);
+  vg_prom_label(l, "uuid", g->uuid);
 }
 
 /* A GPU's memory given to containers: their limits, or all of it for a
@@ -203,7 +191,7 @@ static void gpu_allocation(const struct scrape *s, const char *uuid, uint64_t to
     }
 }
 
-static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
+static void print_gpus(struct vg_textbuf *out, const struct scrape *s, struct gpu_row *rows) {
   enum { INFO, HEALTHY, TOTAL, ALLOCATED, USED, UTILIZATION, CONTAINERS, UNACCOUNTED, FAMILIES };
   static const struct {
     const char *name, *help;
@@ -226,67 +214,75 @@ static void print_gpus(FILE *f, const struct scrape *s, struct gpu_row *rows) {
     struct gpu_row *r = &rows[i];
     r->g = &s->gpus[i];
     r->u = usage_of(s, r->g->uuid);
-    gpu_labels(s, r->g, r->labels, sizeof(r->labels));
+    gpu_labels(s, r->g, &r->labels);
     gpu_allocation(s, r->g->uuid, r->g->memory, &r->allocated, &r->containers);
   }
+  struct vg_textbuf info = {0}; /* a GPU's labels and its model */
   for (int k = 0; k < FAMILIES; k++) {
-    family(f, fam[k].name, "gauge", fam[k].help);
+    vg_prom_family(out, fam[k].name, "gauge", fam[k].help);
     for (unsigned i = 0; i < s->ngpus; i++) {
       const struct gpu_row *r = &rows[i];
-      const char *n = fam[k].name, *l = r->labels;
-      char model[300];
+      const char *n = fam[k].name;
+      const struct vg_textbuf *l = &r->labels;
       switch (k) {
         case INFO:
-          fprintf(f, "%s{%s,model=\"%s\"} 1\n", n, l, esc(r->g->name, model, sizeof(model)));
+          vg_textbuf_reset(&info);
+          vg_textbuf_add(&info, l->data, l->len);
+          vg_prom_label(&info, "model", r->g->name);
+          vg_prom_sample(out, n, &info, "1");
           break;
         case HEALTHY:
-          fprintf(f, "%s{%s} %d\n", n, l, r->g->healthy ? 1 : 0);
+          vg_prom_sample(out, n, l, "%d", r->g->healthy ? 1 : 0);
           break;
         case TOTAL:
-          fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->g->memory);
+          vg_prom_sample(out, n, l, "%llu", (unsigned long long)r->g->memory);
           break;
         case ALLOCATED:
-          fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->allocated);
+          vg_prom_sample(out, n, l, "%llu", (unsigned long long)r->allocated);
           break;
         case USED:
           if (r->u != NULL)
-            fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)r->u->memory_used);
+            vg_prom_sample(out, n, l, "%llu", (unsigned long long)r->u->memory_used);
           break;
         case UTILIZATION:
           if (r->u != NULL && r->u->utilization >= 0)
-            fprintf(f, "%s{%s} %.2f\n", n, l, r->u->utilization / 100.0);
+            vg_prom_sample(out, n, l, "%.2f", r->u->utilization / 100.0);
           break;
         case CONTAINERS:
-          fprintf(f, "%s{%s} %d\n", n, l, r->containers);
+          vg_prom_sample(out, n, l, "%d", r->containers);
           break;
         default: {
           const struct vg_audit_gpu *a = audit_of(s, r->g->uuid);
           if (a != NULL && a->auditable)
-            fprintf(f, "%s{%s} %llu\n", n, l, (unsigned long long)a->unaccounted);
+            vg_prom_sample(out, n, l, "%llu", (unsigned long long)a->unaccounted);
         }
       }
     }
   }
+  vg_textbuf_free(&info);
 }
 
-/* node, namespace, pod, container (+ gpu, uuid for a device). */
+/* node, namespace, pod, container (+ gpu, uuid for a device), into the
+ * emptied l. */
 static void ctr_labels(const struct scrape *s, const struct ctr *c, const struct ctr_dev *d,
-                       char *out, size_t len) {
-  char node[600], ns[600], pod[600], name[600], uuid[300];
-  int n = snprintf(out, len, "node=\"%s\",namespace=\"%s\",pod=\"%s\",container=\"%s\"",
-                   esc(s->src->node, node, sizeof(node)), esc(c->ns, ns, sizeof(ns)),
-                   esc(c->pod, pod, sizeof(pod)), esc(c->name, name, sizeof(name)));
-  if (d != NULL && n > 0 && (size_t)n < len)
-    snprintf(out + n, len - (size_t)n, ",gpu=\"%d\",uuid=\"%s\"", gpu_index(s, d->uuid),
-             esc(d->uuid, uuid, sizeof(uuid)));
+                       struct vg_textbuf *l) {
+  vg_textbuf_reset(l);
+  vg_prom_label(l, "node", s->src->node);
+  vg_prom_label(l, "namespace", c->ns);
+  vg_prom_label(l, "pod", c->pod);
+  vg_prom_label(l, "container", c->name);
+  if (d == NULL) return;
+  char index[16];
+  snprintf(index, sizeof(index), "%d", gpu_index(s, d->uuid));
+  vg_prom_label(l, "gpu", index);
+  vg_prom_label(l, "uuid", d->uuid);
 }
 
 /* What NVML says each container's processes hold per GPU, and whether that
  * is over the grant (backstop.h): series only where the last audit pass saw
  * a process of the container on the GPU. */
-static void print_backstop(FILE *f, const struct scrape *s) {
+static void print_backstop(struct vg_textbuf *out, struct vg_textbuf *l, const struct scrape *s) {
   struct vg_backstop *b = vg_audit_backstop(s->src->audit);
-  char labels[4000];
   static const char *const name[] = {"vgpu_container_gpu_memory_nvml_bytes",
                                      "vgpu_container_over_grant"};
   static const char *const help[] = {
@@ -295,21 +291,47 @@ static void print_backstop(FILE *f, const struct scrape *s) {
       "1 when that is more than the container's grant allows: a process is using the GPU "
       "without libvgpu (the Event GPUMemoryOverGrant names it)."};
   for (int k = 0; k < 2; k++) {
-    family(f, name[k], "gauge", help[k]);
+    vg_prom_family(out, name[k], "gauge", help[k]);
     for (size_t i = 0; i < s->nctrs; i++)
       for (int d = 0; d < s->ctrs[i].ndev; d++) {
         uint64_t nvml;
         bool over;
         const struct ctr_dev *cd = &s->ctrs[i].dev[d];
         if (!vg_backstop_reading(b, s->ctrs[i].slot, cd->uuid, &nvml, &over)) continue;
-        ctr_labels(s, &s->ctrs[i], cd, labels, sizeof(labels));
-        fprintf(f, "%s{%s} %llu\n", name[k], labels,
-                (unsigned long long)(k == 0 ? nvml : (uint64_t)over));
+        ctr_labels(s, &s->ctrs[i], cd, l);
+        vg_prom_sample(out, name[k], l, "%llu",
+                       (unsigned long long)(k == 0 ? nvml : (uint64_t)over));
       }
   }
 }
 
-static void print_containers(FILE *f, const struct scrape *s) {
+/* Per container with a region (no device): the family's value for each. */
+static void per_container(struct vg_textbuf *out, struct vg_textbuf *l, const struct scrape *s,
+                          const char *name, const char *help,
+                          int (*value)(const struct scrape *, const struct ctr *)) {
+  vg_prom_family(out, name, "gauge", help);
+  for (size_t i = 0; i < s->nctrs; i++) {
+    if (s->ctrs[i].ndev < 0) continue;
+    ctr_labels(s, &s->ctrs[i], NULL, l);
+    vg_prom_sample(out, name, l, "%d", value(s, &s->ctrs[i]));
+  }
+}
+
+static int procs(const struct scrape *s, const struct ctr *c) {
+  (void)s;
+  return c->procs;
+}
+
+static int unenforced(const struct scrape *s, const struct ctr *c) {
+  return vg_audit_slot_unenforced(s->src->audit, c->slot) ? 1 : 0;
+}
+
+static int pending(const struct scrape *s, const struct ctr *c) {
+  (void)s;
+  return c->pending ? 1 : 0;
+}
+
+static void print_containers(struct vg_textbuf *out, const struct scrape *s) {
   static const struct {
     const char *name, *help;
   } fam[] = {
@@ -320,117 +342,103 @@ static void print_containers(FILE *f, const struct scrape *s) {
       {"vgpu_container_sm_utilization_ratio",
        "GPU time the container used in the last second, as a share of the GPU."},
   };
-  char labels[4000];
+  struct vg_textbuf l = {0};
   for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
-    family(f, fam[k].name, "gauge", fam[k].help);
+    const char *n = fam[k].name;
+    vg_prom_family(out, n, "gauge", fam[k].help);
     for (size_t i = 0; i < s->nctrs; i++)
       for (int d = 0; d < s->ctrs[i].ndev; d++) {
         const struct ctr_dev *cd = &s->ctrs[i].dev[d];
-        ctr_labels(s, &s->ctrs[i], cd, labels, sizeof(labels));
+        ctr_labels(s, &s->ctrs[i], cd, &l);
         if (k == 0)
-          fprintf(f, "%s{%s} %llu\n", fam[k].name, labels,
-                  (unsigned long long)(cd->limit != 0 ? cd->limit : cd->total));
-        if (k == 1) fprintf(f, "%s{%s} %llu\n", fam[k].name, labels, (unsigned long long)cd->used);
+          vg_prom_sample(out, n, &l, "%llu",
+                         (unsigned long long)(cd->limit != 0 ? cd->limit : cd->total));
+        if (k == 1) vg_prom_sample(out, n, &l, "%llu", (unsigned long long)cd->used);
         if (k == 2)
-          fprintf(f, "%s{%s} %.2f\n", fam[k].name, labels,
-                  cd->sm_limit != 0 ? cd->sm_limit / 100.0 : 1.0);
-        if (k == 3) fprintf(f, "%s{%s} %.4f\n", fam[k].name, labels, cd->sm_used_pct / 100.0);
+          vg_prom_sample(out, n, &l, "%.2f", cd->sm_limit != 0 ? cd->sm_limit / 100.0 : 1.0);
+        if (k == 3) vg_prom_sample(out, n, &l, "%.4f", cd->sm_used_pct / 100.0);
       }
   }
-  family(f, "vgpu_container_processes", "gauge", "Live processes of the container using a GPU.");
-  for (size_t i = 0; i < s->nctrs; i++) {
-    if (s->ctrs[i].ndev < 0) continue;
-    ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
-    fprintf(f, "vgpu_container_processes{%s} %d\n", labels, s->ctrs[i].procs);
-  }
+  per_container(out, &l, s, "vgpu_container_processes",
+                "Live processes of the container using a GPU.", procs);
   if (s->src->audit != NULL) {
-    family(f, "vgpu_container_unenforced", "gauge",
-           "1 when no process of the container ever joined its region while its GPU holds "
-           "memory no region accounts for: libvgpu most likely did not load there.");
-    for (size_t i = 0; i < s->nctrs; i++) {
-      if (s->ctrs[i].ndev < 0) continue;
-      ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
-      fprintf(f, "vgpu_container_unenforced{%s} %d\n", labels,
-              vg_audit_slot_unenforced(s->src->audit, s->ctrs[i].slot) ? 1 : 0);
-    }
-    print_backstop(f, s);
+    per_container(out, &l, s, "vgpu_container_unenforced",
+                  "1 when no process of the container ever joined its region while its GPU holds "
+                  "memory no region accounts for: libvgpu most likely did not load there.",
+                  unenforced);
+    print_backstop(out, &l, s);
   }
-  family(f, "vgpu_container_limits_pending", "gauge",
-         "1 while the container's limits wait for the binder (libvgpu holds its GPU calls).");
-  for (size_t i = 0; i < s->nctrs; i++) {
-    if (s->ctrs[i].ndev < 0) continue;
-    ctr_labels(s, &s->ctrs[i], NULL, labels, sizeof(labels));
-    fprintf(f, "vgpu_container_limits_pending{%s} %d\n", labels, s->ctrs[i].pending ? 1 : 0);
-  }
+  per_container(out, &l, s, "vgpu_container_limits_pending",
+                "1 while the container's limits wait for the binder (libvgpu holds its GPU calls).",
+                pending);
+  vg_textbuf_free(&l);
 }
 
-static void counter(FILE *f, const char *name, const char *help, const char *labels,
-                    uint64_t value) {
-  family(f, name, "counter", help);
-  fprintf(f, "%s%s %llu\n", name, labels, (unsigned long long)value);
+static void counter(struct vg_textbuf *out, const char *name, const char *help,
+                    const struct vg_textbuf *l, uint64_t value) {
+  vg_prom_family(out, name, "counter", help);
+  vg_prom_sample(out, name, l, "%llu", (unsigned long long)value);
 }
 
-/* A counter family with one series per result (label `result`). */
+/* A counter family with one series per value of one label (`result`,
+ * `source`) beside node. */
 struct result {
   const char *result;
   uint64_t n;
 };
 
-static void by_result(FILE *f, const char *name, const char *help, const char *node,
-                      const struct result *r, size_t n) {
-  family(f, name, "counter", help);
-  for (size_t i = 0; i < n; i++)
-    fprintf(f, "%s{node=\"%s\",result=\"%s\"} %llu\n", name, node, r[i].result,
-            (unsigned long long)r[i].n);
+static void by_label(struct vg_textbuf *out, const char *name, const char *help, const char *node,
+                     const char *label, const struct result *r, size_t n) {
+  struct vg_textbuf l = {0};
+  vg_prom_family(out, name, "counter", help);
+  for (size_t i = 0; i < n; i++) {
+    vg_textbuf_reset(&l);
+    vg_prom_label(&l, "node", node);
+    vg_prom_label(&l, label, r[i].result);
+    vg_prom_sample(out, name, &l, "%llu", (unsigned long long)r[i].n);
+  }
+  if (l.oom) out->oom = true;
+  vg_textbuf_free(&l);
 }
 
-static void print_agent(FILE *f, const struct scrape *s) {
-  char node[600], l[800];
-  esc(s->src->node, node, sizeof(node));
-  snprintf(l, sizeof(l), "{node=\"%s\"}", node);
-  family(f, "vgpu_nvml_up", "gauge", "1 when NVML answered this scrape.");
-  fprintf(f, "vgpu_nvml_up%s %d\n", l, s->nvml_up ? 1 : 0);
-  family(f, "vgpu_podresources_up", "gauge", "1 when the kubelet's PodResources API answered.");
-  fprintf(f, "vgpu_podresources_up%s %d\n", l, s->podresources_up ? 1 : 0);
-  family(f, "vgpu_stale_slots", "gauge",
-         "Slot directories on the host that no container the kubelet lists holds.");
-  fprintf(f, "vgpu_stale_slots%s %u\n", l, s->stale);
+static void print_agent_counters(struct vg_textbuf *out, const struct scrape *s,
+                                 const struct vg_textbuf *l) {
+  const char *node = s->src->node;
   if (s->src->slot_gc != NULL) {
     struct vg_slot_gc_stats g;
     vg_slot_gc_get_stats(s->src->slot_gc, &g);
-    counter(f, "vgpu_slots_removed_total",
+    counter(out, "vgpu_slots_removed_total",
             "Slot directories of gone containers the collector removed.", l, g.removed);
   }
   if (s->src->audit != NULL) {
     struct vg_audit_stats a;
     vg_audit_get_stats(s->src->audit, &a);
-    counter(f, "vgpu_unaccounted_memory_detections_total",
+    counter(out, "vgpu_unaccounted_memory_detections_total",
             "Times the memory audit found a GPU holding more than its regions account for.", l,
             a.detections);
-    counter(f, "vgpu_audit_errors_total",
+    counter(out, "vgpu_audit_errors_total",
             "Memory audit passes that could not read NVML or PodResources.", l, a.errors);
     struct vg_backstop_stats bs;
     vg_backstop_get_stats(vg_audit_backstop(s->src->audit), &bs);
-    counter(f, "vgpu_backstop_detections_total",
+    counter(out, "vgpu_backstop_detections_total",
             "Times a container's processes were found holding more GPU memory than its grant.", l,
             bs.detections);
-    counter(f, "vgpu_backstop_evictions_total", "Pods evicted for it (--backstop-policy evict).", l,
-            bs.evictions);
+    counter(out, "vgpu_backstop_evictions_total", "Pods evicted for it (--backstop-policy evict).",
+            l, bs.evictions);
   }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;
     vg_binder_get_stats(s->src->binder, &b);
-    counter(f, "vgpu_binder_passes_total", "Binder passes over the kubelet's pod list.", l,
+    counter(out, "vgpu_binder_passes_total", "Binder passes over the kubelet's pod list.", l,
             b.passes);
-    counter(f, "vgpu_binder_bound_total", "Containers whose limits the binder wrote.", l, b.bound);
-    counter(f, "vgpu_untrusted_regions_total",
+    counter(out, "vgpu_binder_bound_total", "Containers whose limits the binder wrote.", l,
+            b.bound);
+    counter(out, "vgpu_untrusted_regions_total",
             "Container region files found held, forged or replaced by their container.", l,
             b.untrusted);
-    family(f, "vgpu_binder_errors_total", "counter", "Binder reads that failed, by source.");
-    fprintf(f, "vgpu_binder_errors_total{node=\"%s\",source=\"podresources\"} %llu\n", node,
-            (unsigned long long)b.list_errors);
-    fprintf(f, "vgpu_binder_errors_total{node=\"%s\",source=\"api\"} %llu\n", node,
-            (unsigned long long)b.api_errors);
+    const struct result r[] = {{"podresources", b.list_errors}, {"api", b.api_errors}};
+    by_label(out, "vgpu_binder_errors_total", "Binder reads that failed, by source.", node,
+             "source", r, 2);
   }
   if (s->src->steer != NULL) {
     struct vg_steer_stats st;
@@ -439,11 +447,11 @@ static void print_agent(FILE *f, const struct scrape *s) {
                                {"unassigned", st.unassigned},
                                {"no_room", st.no_room},
                                {"error", st.errors}};
-    by_result(f, "vgpu_steer_requests_total",
-              "GetPreferredAllocation requests, by what decided the answer.", node, r, 4);
-    counter(f, "vgpu_steer_decisive_total",
+    by_label(out, "vgpu_steer_requests_total",
+             "GetPreferredAllocation requests, by what decided the answer.", node, "result", r, 4);
+    counter(out, "vgpu_steer_decisive_total",
             "Steered answers where the pod under admission was unambiguous.", l, st.decisive);
-    counter(f, "vgpu_steer_malformed_assignments_total",
+    counter(out, "vgpu_steer_malformed_assignments_total",
             "vgpu.io/assigned annotations that did not parse.", l, st.malformed);
   }
   if (s->src->gate != NULL) {
@@ -453,11 +461,26 @@ static void print_agent(FILE *f, const struct scrape *s) {
                                {"refused", g.refused},
                                {"unidentified", g.unidentified},
                                {"error", g.errors}};
-    by_result(f, "vgpu_allocate_checks_total",
-              "Allocates checked for the scheduler's placement, by outcome (refused: the pod "
-              "was not placed by vgpu-scheduler, or its assignment is not signed by it).",
-              node, r, 4);
+    by_label(out, "vgpu_allocate_checks_total",
+             "Allocates checked for the scheduler's placement, by outcome (refused: the pod "
+             "was not placed by vgpu-scheduler, or its assignment is not signed by it).",
+             node, "result", r, 4);
   }
+}
+
+static void print_agent(struct vg_textbuf *out, const struct scrape *s) {
+  struct vg_textbuf l = {0};
+  vg_prom_label(&l, "node", s->src->node);
+  vg_prom_family(out, "vgpu_nvml_up", "gauge", "1 when NVML answered this scrape.");
+  vg_prom_sample(out, "vgpu_nvml_up", &l, "%d", s->nvml_up ? 1 : 0);
+  vg_prom_family(out, "vgpu_podresources_up", "gauge",
+                 "1 when the kubelet's PodResources API answered.");
+  vg_prom_sample(out, "vgpu_podresources_up", &l, "%d", s->podresources_up ? 1 : 0);
+  vg_prom_family(out, "vgpu_stale_slots", "gauge",
+                 "Slot directories on the host that no container the kubelet lists holds.");
+  vg_prom_sample(out, "vgpu_stale_slots", &l, "%u", s->stale);
+  print_agent_counters(out, s, &l);
+  vg_textbuf_free(&l);
 }
 
 char *vg_metrics_render(const struct vg_metrics_sources *src, size_t *len) {
@@ -465,20 +488,15 @@ char *vg_metrics_render(const struct vg_metrics_sources *src, size_t *len) {
   if (s == NULL) return NULL;
   s->src = src;
   collect(s);
-  char *text = NULL;
-  size_t n = 0;
-  FILE *f = open_memstream(&text, &n);
-  if (f != NULL) {
-    print_gpus(f, s, s->rows);
-    print_containers(f, s);
-    print_agent(f, s);
-    if (fclose(f) != 0) {
-      free(text);
-      text = NULL;
-    }
+  struct vg_textbuf out = {0};
+  print_gpus(&out, s, s->rows);
+  print_containers(&out, s);
+  print_agent(&out, s);
+  for (unsigned i = 0; i < s->ngpus; i++) {
+    if (s->rows[i].labels.oom) out.oom = true;
+    vg_textbuf_free(&s->rows[i].labels);
   }
   free(s->ctrs);
   free(s);
-  if (text != NULL && len != NULL) *len = n;
-  return text;
+  return vg_textbuf_take(&out, len);
 }

@@ -147,6 +147,9 @@ static long long content_length(struct MHD_Connection *conn) {
   return end == v || *end != '\0' || errno != 0 || n < 0 ? -1 : n;
 }
 
+/* Bodies without a Content-Length (chunked) grow from this. */
+#define CHUNKED_FIRST 65536
+
 enum vg_httpd_step vg_httpd_body_next(struct MHD_Connection *conn, void **con_cls,
                                       const char *upload, size_t *upload_size, size_t max) {
   struct vg_httpd_body *b = *con_cls;
@@ -158,32 +161,31 @@ enum vg_httpd_step vg_httpd_body_next(struct MHD_Connection *conn, void **con_cl
       b->too_big = true; /* answered before a byte of it is read */
       return VG_HTTPD_TOO_BIG;
     }
-    b->cap = cl >= 0 ? (size_t)cl + 1 : 1;
-    if ((b->data = malloc(b->cap)) == NULL) return VG_HTTPD_FAIL;
-    b->data[0] = '\0';
+    /* With a Content-Length the buffer holds it all at once (no realloc);
+     * without, it holds "" until bytes come: a connection that never sends
+     * any costs one byte, not CHUNKED_FIRST. */
+    b->body.first = cl >= 0 ? (size_t)cl + 1 : 1;
+    if (!vg_textbuf_reserve(&b->body, 0)) return VG_HTTPD_FAIL;
+    b->body.first = CHUNKED_FIRST;
     return VG_HTTPD_MORE;
   }
   if (*upload_size == 0) return b->too_big ? VG_HTTPD_TOO_BIG : VG_HTTPD_DONE;
   size_t n = *upload_size;
   *upload_size = 0;
   if (b->too_big) return VG_HTTPD_MORE; /* chunked: read and dropped */
-  if (n > max - b->len) {
+  if (n > max - b->body.len) {
     b->too_big = true;
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
+    vg_textbuf_free(&b->body);
     return VG_HTTPD_MORE;
   }
-  /* With a Content-Length the buffer holds it all already: no realloc. */
-  return vg_text_append(&b->data, &b->len, &b->cap, upload, n, 65536) ? VG_HTTPD_MORE
-                                                                      : VG_HTTPD_FAIL;
+  return vg_textbuf_add(&b->body, upload, n) ? VG_HTTPD_MORE : VG_HTTPD_FAIL;
 }
 
 void vg_httpd_body_free(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode code) {
   (void)cls, (void)conn, (void)code;
   struct vg_httpd_body *b = *con_cls;
-  if (b != NULL) free(b->data);
+  if (b != NULL) vg_textbuf_free(&b->body);
   free(b);
   *con_cls = NULL;
 }

@@ -31,6 +31,7 @@
 #include <microhttpd.h>
 
 #include "err.h"
+#include "textbuf.h"
 
 /* "ADDR:PORT" (IPv4, port 0-65535) -> sa. On error, err names flag and value. */
 bool vg_httpd_parse_listen(const char *flag, const char *listen, struct sockaddr_in *sa,
@@ -75,22 +76,22 @@ struct MHD_Daemon *vg_httpd_start(const struct sockaddr_in *sa, const struct vg_
 enum MHD_Result vg_httpd_reply(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
                                const char *content_type);
 
-/* A request body collected by the access handler: on the first call
+/* A request body collected by the access handler -- the one collector of
+ * vgpu-webhook and the extender, each with its own limit: on the first call
  * (*con_cls NULL) vg_httpd_body_next allocates it; with a Content-Length
  * the whole buffer at once (one copy of the body, never a realloc), else
- * doubling. Over max it stops storing and says so, at once when the
- * Content-Length tells (libmicrohttpd then answers without reading the
- * body and closes), else after the rest was read and dropped. data is
- * NUL-terminated. */
+ * doubling from 64 KiB. Over max it stops storing and says so, at once when
+ * the Content-Length tells (libmicrohttpd then answers without reading the
+ * body and closes), else after the rest was read and dropped. body.data is
+ * NUL-terminated ("" for an empty body); NULL once it was over max. */
 struct vg_httpd_body {
-  char *data;
-  size_t len, cap;
+  struct vg_textbuf body;
   bool too_big;
 };
 
 enum vg_httpd_step {
   VG_HTTPD_MORE,    /* return MHD_YES: more of the body is coming */
-  VG_HTTPD_DONE,    /* the whole body is in (*con_cls)->data */
+  VG_HTTPD_DONE,    /* the whole body is in (*con_cls)->body */
   VG_HTTPD_TOO_BIG, /* answer 413 now */
   VG_HTTPD_FAIL,    /* out of memory: return MHD_NO (closes the connection) */
 };

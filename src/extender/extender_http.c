@@ -48,7 +48,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   const struct vg_httpd_body *b = *con_cls;
   char *out = NULL;
   const char *type = "application/json";
-  int status = vg_ext_handle(s->x, method, url, b->data, b->len, &out, &type);
+  int status = vg_ext_handle(s->x, method, url, b->body.data, b->body.len, &out, &type);
   if (!out) return MHD_NO;
   return reply(conn, status, out, type);
 }

@@ -39,6 +39,7 @@
 #include "extender.h"
 #include "extender_metrics.h"
 #include "resize.h"
+#include "textbuf.h"
 #include "vg_sched.h"
 
 #define EXT_MAX_CTRS 16
@@ -503,12 +504,10 @@ bool ext_resize_fits(const struct node_view *v, const struct vg_assign_ctr *c,
 
 /* ---- answers (extender_out.c) ---- */
 
-/* A growing buffer the answers are written into; {0} is empty. Running out
- * of memory is sticky: ext_out_take then returns NULL. */
+/* The buffer the answers are written into (textbuf.h); {0} is empty.
+ * Running out of memory is sticky: ext_out_take then returns NULL. */
 struct ext_out {
-  char *buf;
-  size_t len, cap;
-  bool oom;
+  struct vg_textbuf t;
 };
 void ext_out_raw(struct ext_out *o, const char *s, size_t n);
 void ext_out_lit(struct ext_out *o, const char *s);

@@ -2,9 +2,9 @@
 #include "extender_metrics.h"
 
 #include "extender_int.h"
+#include "prom.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const double g_bounds[EXT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -57,30 +57,44 @@ void ext_metrics_observe(struct ext_metrics *m, int verb, double seconds) {
   m->lat_sum[verb] += seconds;
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help) {
-  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+/* One family whose samples differ by one label: name{label="v[i]"} n[i]. */
+static void by_label(struct vg_textbuf *out, struct vg_textbuf *l, const char *name,
+                     const char *label, const char *const *v, const uint64_t *n, int count) {
+  for (int i = 0; i < count; i++) {
+    vg_textbuf_reset(l);
+    vg_prom_label(l, label, v[i]);
+    vg_prom_sample(out, name, l, "%llu", (unsigned long long)n[i]);
+  }
 }
 
-static void histogram(FILE *f, const struct ext_metrics *m) {
-  family(f, "vgpu_scheduler_request_duration_seconds", "histogram",
-         "Time vgpu-scheduler spent answering a verb (from request to answer).");
+static void histogram(struct vg_textbuf *out, struct vg_textbuf *l, const struct ext_metrics *m) {
+  static const char name[] = "vgpu_scheduler_request_duration_seconds";
+  vg_prom_family(out, name, "histogram",
+                 "Time vgpu-scheduler spent answering a verb (from request to answer).");
   for (int v = 0; v < 3; v++) {
-    for (int b = 0; b < EXT_LAT_BUCKETS; b++)
-      fprintf(f, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"%s\",le=\"%g\"} %llu\n",
-              g_verbs[v], g_bounds[b], (unsigned long long)m->lat_bucket[v][b]);
-    fprintf(f, "vgpu_scheduler_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n",
-            g_verbs[v], (unsigned long long)m->lat_count[v]);
-    fprintf(f, "vgpu_scheduler_request_duration_seconds_sum{verb=\"%s\"} %.6f\n", g_verbs[v],
-            m->lat_sum[v]);
-    fprintf(f, "vgpu_scheduler_request_duration_seconds_count{verb=\"%s\"} %llu\n", g_verbs[v],
-            (unsigned long long)m->lat_count[v]);
+    for (int b = 0; b <= EXT_LAT_BUCKETS; b++) {
+      char le[32] = "+Inf";
+      if (b < EXT_LAT_BUCKETS) snprintf(le, sizeof(le), "%g", g_bounds[b]);
+      vg_textbuf_reset(l);
+      vg_prom_label(l, "verb", g_verbs[v]);
+      vg_prom_label(l, "le", le);
+      vg_prom_sample(
+          out, "vgpu_scheduler_request_duration_seconds_bucket", l, "%llu",
+          (unsigned long long)(b < EXT_LAT_BUCKETS ? m->lat_bucket[v][b] : m->lat_count[v]));
+    }
+    vg_textbuf_reset(l);
+    vg_prom_label(l, "verb", g_verbs[v]);
+    vg_prom_sample(out, "vgpu_scheduler_request_duration_seconds_sum", l, "%.6f", m->lat_sum[v]);
+    vg_prom_sample(out, "vgpu_scheduler_request_duration_seconds_count", l, "%llu",
+                   (unsigned long long)m->lat_count[v]);
   }
 }
 
 /* What the scheduler last read of each node (inventory minus assignments),
  * summed over its GPUs: one series per node, not per GPU, so a 1,000-node
  * cluster stays a few thousand lines. */
-static void allocation(FILE *f, const struct node_entry *nodes) {
+static void allocation(struct vg_textbuf *out, struct vg_textbuf *l,
+                       const struct node_entry *nodes) {
   static const struct {
     const char *name, *help;
   } fam[] = {
@@ -91,7 +105,7 @@ static void allocation(FILE *f, const struct node_entry *nodes) {
       {"vgpu_scheduler_node_gpu_slices", "Assignment entries (GPU slices) on the node."},
   };
   for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
-    family(f, fam[k].name, "gauge", fam[k].help);
+    vg_prom_family(out, fam[k].name, "gauge", fam[k].help);
     for (const struct node_entry *e = nodes; e != NULL; e = e->next) {
       if (e->rc != 0 || (e->at.tv_sec == 0 && e->at.tv_nsec == 0)) continue;
       long long v = 0;
@@ -100,59 +114,60 @@ static void allocation(FILE *f, const struct node_entry *nodes) {
         if (!gv->healthy) continue;
         v += k == 0 ? 1 : k == 1 ? gv->mem : k == 2 ? gv->mem_used : gv->slices;
       }
-      fprintf(f, "%s{node=\"%s\"} %lld\n", fam[k].name, e->name, v);
+      vg_textbuf_reset(l);
+      vg_prom_label(l, "node", e->name);
+      vg_prom_sample(out, fam[k].name, l, "%lld", v);
     }
   }
 }
 
+/* A family of one unlabelled counter. */
+static void counter(struct vg_textbuf *out, const char *name, const char *help, uint64_t n) {
+  vg_prom_family(out, name, "counter", help);
+  vg_prom_sample(out, name, NULL, "%llu", (unsigned long long)n);
+}
+
 char *ext_metrics_render(const struct ext_metrics *m, const struct node_entry *nodes) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (f == NULL) return NULL;
-  family(f, "vgpu_scheduler_requests_total", "counter", "Extender requests, by verb.");
-  for (int v = 0; v < 3; v++)
-    fprintf(f, "vgpu_scheduler_requests_total{verb=\"%s\"} %llu\n", g_verbs[v],
-            (unsigned long long)m->requests[v]);
-  family(f, "vgpu_scheduler_bad_requests_total", "counter",
-         "Requests answered 4xx: a body that is not the verb's arguments (not JSON, no Pod).");
-  fprintf(f, "vgpu_scheduler_bad_requests_total %llu\n", (unsigned long long)m->bad_requests);
-  family(f, "vgpu_scheduler_refused_pods_total", "counter",
-         "Filters of a pod whose request no node can satisfy (bad values, two dialects, ...): "
-         "every node failed with the reason.");
-  fprintf(f, "vgpu_scheduler_refused_pods_total %llu\n", (unsigned long long)m->refused_pods);
-  family(f, "vgpu_scheduler_bad_assignments_total", "counter",
-         "Bound pods found with an unreadable vgpu.io/assigned (each counted once): what they "
-         "may hold is counted used, and the scheduler log says what.");
-  fprintf(f, "vgpu_scheduler_bad_assignments_total %llu\n", (unsigned long long)m->bad_assignments);
-  histogram(f, m);
-  family(f, "vgpu_scheduler_node_failures_total", "counter",
-         "Nodes filter turned down, by reason (the reason text is in FailedNodes).");
-  for (int r = EXT_R_NONE + 1; r < EXT_R_COUNT; r++)
-    fprintf(f, "vgpu_scheduler_node_failures_total{reason=\"%s\"} %llu\n", g_reason_names[r],
-            (unsigned long long)m->node_failures[r]);
-  family(f, "vgpu_scheduler_binds_total", "counter", "Binds, by result.");
-  fprintf(f, "vgpu_scheduler_binds_total{result=\"ok\"} %llu\n", (unsigned long long)m->binds_ok);
-  for (int b = 0; b < EXT_B_COUNT; b++)
-    fprintf(f, "vgpu_scheduler_binds_total{result=\"%s\"} %llu\n", g_bind_names[b],
-            (unsigned long long)m->bind_failures[b]);
-  family(f, "vgpu_scheduler_assigned_gpus_total", "counter",
-         "GPU slices written into vgpu.io/assigned by successful binds.");
-  fprintf(f, "vgpu_scheduler_assigned_gpus_total %llu\n", (unsigned long long)m->assigned_gpus);
+  struct vg_textbuf out = {0}, l = {0};
+  vg_prom_family(&out, "vgpu_scheduler_requests_total", "counter", "Extender requests, by verb.");
+  by_label(&out, &l, "vgpu_scheduler_requests_total", "verb", g_verbs, m->requests, 3);
+  counter(&out, "vgpu_scheduler_bad_requests_total",
+          "Requests answered 4xx: a body that is not the verb's arguments (not JSON, no Pod).",
+          m->bad_requests);
+  counter(&out, "vgpu_scheduler_refused_pods_total",
+          "Filters of a pod whose request no node can satisfy (bad values, two dialects, ...): "
+          "every node failed with the reason.",
+          m->refused_pods);
+  counter(&out, "vgpu_scheduler_bad_assignments_total",
+          "Bound pods found with an unreadable vgpu.io/assigned (each counted once): what they "
+          "may hold is counted used, and the scheduler log says what.",
+          m->bad_assignments);
+  histogram(&out, &l, m);
+  vg_prom_family(&out, "vgpu_scheduler_node_failures_total", "counter",
+                 "Nodes filter turned down, by reason (the reason text is in FailedNodes).");
+  /* From EXT_R_NONE + 1: "no failure" is no class of its own. */
+  by_label(&out, &l, "vgpu_scheduler_node_failures_total", "reason", g_reason_names + 1,
+           m->node_failures + 1, EXT_R_COUNT - 1);
+  vg_prom_family(&out, "vgpu_scheduler_binds_total", "counter", "Binds, by result.");
+  static const char *const ok[] = {"ok"};
+  by_label(&out, &l, "vgpu_scheduler_binds_total", "result", ok, &m->binds_ok, 1);
+  by_label(&out, &l, "vgpu_scheduler_binds_total", "result", g_bind_names, m->bind_failures,
+           EXT_B_COUNT);
+  counter(&out, "vgpu_scheduler_assigned_gpus_total",
+          "GPU slices written into vgpu.io/assigned by successful binds.", m->assigned_gpus);
   static const char *const watched[] = {"pods", "nodes"};
-  family(f, "vgpu_scheduler_watch_up", "gauge",
-         "1 while the watch that drops changed node views is streaming (else views live "
-         "--cache-ttl-ms).");
-  for (int w = 0; w < 2; w++)
-    fprintf(f, "vgpu_scheduler_watch_up{resource=\"%s\"} %d\n", watched[w], m->watch_up[w]);
-  family(f, "vgpu_scheduler_watch_events_total", "counter", "Watch events received, by resource.");
-  for (int w = 0; w < 2; w++)
-    fprintf(f, "vgpu_scheduler_watch_events_total{resource=\"%s\"} %llu\n", watched[w],
-            (unsigned long long)m->watch_events[w]);
-  allocation(f, nodes);
-  if (fclose(f) != 0) {
-    free(text);
-    return NULL;
+  vg_prom_family(&out, "vgpu_scheduler_watch_up", "gauge",
+                 "1 while the watch that drops changed node views is streaming (else views live "
+                 "--cache-ttl-ms).");
+  for (int w = 0; w < 2; w++) {
+    vg_textbuf_reset(&l);
+    vg_prom_label(&l, "resource", watched[w]);
+    vg_prom_sample(&out, "vgpu_scheduler_watch_up", &l, "%d", m->watch_up[w]);
   }
-  return text;
+  vg_prom_family(&out, "vgpu_scheduler_watch_events_total", "counter",
+                 "Watch events received, by resource.");
+  by_label(&out, &l, "vgpu_scheduler_watch_events_total", "resource", watched, m->watch_events, 2);
+  allocation(&out, &l, nodes);
+  vg_textbuf_free(&l);
+  return vg_textbuf_take(&out, NULL);
 }

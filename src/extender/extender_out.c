@@ -1,6 +1,6 @@
 /*
  * extender_out.c -- filter's and prioritize's answers, written straight into
- * one growing buffer.
+ * one growing buffer (textbuf.h).
  *
  * Both answers are flat lists with an entry per candidate node: 1,213 entries
  * for the Alibaba cluster. Built as json-c objects, serialised and freed, they
@@ -23,26 +23,7 @@
 
 #include "extender_int.h"
 
-static void grow(struct ext_out *o, size_t more) {
-  if (o->oom || o->len + more + 1 <= o->cap) return;
-  size_t cap = o->cap ? o->cap : 4096;
-  while (cap < o->len + more + 1) cap *= 2;
-  char *b = realloc(o->buf, cap);
-  if (!b) {
-    o->oom = true;
-    return;
-  }
-  o->buf = b;
-  o->cap = cap;
-}
-
-void ext_out_raw(struct ext_out *o, const char *s, size_t n) {
-  grow(o, n);
-  if (o->oom) return;
-  memcpy(o->buf + o->len, s, n);
-  o->len += n;
-  o->buf[o->len] = '\0';
-}
+void ext_out_raw(struct ext_out *o, const char *s, size_t n) { vg_textbuf_add(&o->t, s, n); }
 
 void ext_out_lit(struct ext_out *o, const char *s) { ext_out_raw(o, s, strlen(s)); }
 
@@ -90,13 +71,4 @@ void ext_out_int(struct ext_out *o, long long v) {
   ext_out_raw(o, p, (size_t)(num + sizeof(num) - p));
 }
 
-char *ext_out_take(struct ext_out *o) {
-  if (o->oom || !o->buf) {
-    free(o->buf);
-    *o = (struct ext_out){0};
-    return NULL;
-  }
-  char *b = o->buf;
-  *o = (struct ext_out){0};
-  return b;
-}
+char *ext_out_take(struct ext_out *o) { return vg_textbuf_take(&o->t, NULL); }

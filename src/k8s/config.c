@@ -10,6 +10,7 @@
 
 #include "base64.h"
 #include "k8s_internal.h"
+#include "textbuf.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -34,32 +35,24 @@ static char *xstrdup(const char *s) { return s == NULL ? NULL : strdup(s); }
 int vg_k8s_read_file(const char *path, char **out, size_t *len, struct vg_err *err) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) return vg_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
+  struct vg_textbuf t = {0};
+  char chunk[4096];
   size_t got;
-  while (buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (cap - n - 1 == 0) {
-      char *bigger = realloc(buf, cap * 2);
-      if (bigger == NULL) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = bigger;
-      cap *= 2;
-    }
-  }
+  vg_textbuf_reserve(&t, 0); /* an empty file reads as "" */
+  while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+    if (!vg_textbuf_add(&t, chunk, got)) break;
   int bad = ferror(f);
   fclose(f);
-  if (buf == NULL) return vg_err_set(err, "%s: out of memory", path);
+  if (t.oom) {
+    vg_textbuf_free(&t);
+    return vg_err_set(err, "%s: out of memory", path);
+  }
   if (bad) {
-    free(buf);
+    vg_textbuf_free(&t);
     return vg_err_set(err, "%s: read error", path);
   }
-  buf[n] = '\0';
-  *out = buf;
-  if (len != NULL) *len = n;
+  if (len != NULL) *len = t.len;
+  *out = vg_textbuf_take(&t, NULL);
   return 0;
 }
 

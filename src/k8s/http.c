@@ -177,20 +177,10 @@ int vg_k8s_status_error(const char *method, const char *url, long status, const 
   }
 }
 
-struct buf {
-  char *p;
-  size_t len, cap;
-  bool oom;
-};
-
 static size_t collect(char *data, size_t size, size_t n, void *arg) {
-  struct buf *b = arg;
+  struct vg_textbuf *b = arg;
   size_t add = size * n;
-  if (!vg_text_append(&b->p, &b->len, &b->cap, data, add, 4096)) {
-    b->oom = true;
-    return 0;
-  }
-  return add;
+  return vg_textbuf_add(b, data, add) ? add : 0;
 }
 
 int vg_k8s_request(struct vg_k8s_client *c, const char *method, const char *path,
@@ -202,7 +192,7 @@ int vg_k8s_request(struct vg_k8s_client *c, const char *method, const char *path
   struct curl_slist *hl;
   CURL *h = vg_k8s_easy(c, method, url, content_type, &hl, err);
   if (h == NULL) return VG_K8S_EFAIL;
-  struct buf b = {0};
+  struct vg_textbuf b = {0};
   char errbuf[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
@@ -217,11 +207,11 @@ int vg_k8s_request(struct vg_k8s_client *c, const char *method, const char *path
   if (rc != CURLE_OK) {
     ret = b.oom ? vg_err_set(err, "%s %s: out of memory reading the response", method, url)
                 : vg_k8s_curl_error(method, url, rc, errbuf, err);
-    free(b.p);
+    vg_textbuf_free(&b);
   } else {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    resp->body = b.p != NULL ? b.p : strdup("");
     resp->len = b.len;
+    resp->body = b.data != NULL ? vg_textbuf_take(&b, NULL) : strdup("");
   }
   curl_easy_cleanup(h);
   curl_slist_free_all(hl);

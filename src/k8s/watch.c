@@ -21,18 +21,17 @@ struct stream {
   void *arg;
   char *rv;
   size_t rv_len;
-  long status; /* HTTP status once known */
-  char *line;  /* partial line (or the whole body of a non-200 answer) */
-  size_t len, cap;
-  int cb_ret;   /* non-zero value the callback stopped with */
-  bool expired; /* in-stream 410 */
-  bool bad;     /* malformed event or out of memory */
+  long status;            /* HTTP status once known */
+  struct vg_textbuf line; /* partial line (or the whole body of a non-200 answer) */
+  int cb_ret;             /* non-zero value the callback stopped with */
+  bool expired;           /* in-stream 410 */
+  bool bad;               /* malformed event or out of memory */
   char bad_msg[200];
   int events;
 };
 
 static bool append(struct stream *s, const char *data, size_t n) {
-  return vg_text_append(&s->line, &s->len, &s->cap, data, n, 8192);
+  return vg_textbuf_add(&s->line, data, n);
 }
 
 /* One event line. Returns false to end the stream. */
@@ -97,7 +96,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg) {
   size_t total = size * n;
   if (s->status == 0) curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->status);
   if (s->status != 200) { /* an error Status body: keep it whole */
-    if (s->len < 65536 && !append(s, data, total)) return 0;
+    if (s->line.len < 65536 && !append(s, data, total)) return 0;
     return total;
   }
   if (s->opts->stop != NULL && *s->opts->stop) return 0;
@@ -105,14 +104,14 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg) {
   for (size_t i = 0; i < total; i++) {
     if (data[i] != '\n') continue;
     bool go;
-    if (s->len > 0) {
+    if (s->line.len > 0) {
       if (!append(s, data + start, i - start)) {
         s->bad = true;
         snprintf(s->bad_msg, sizeof(s->bad_msg), "out of memory");
         return 0;
       }
-      go = handle_line(s, s->line, s->len);
-      s->len = 0;
+      go = handle_line(s, s->line.data, s->line.len);
+      vg_textbuf_reset(&s->line);
     } else {
       go = handle_line(s, data + start, i - start);
     }
@@ -152,7 +151,13 @@ int vg_k8s_watch(struct vg_k8s_client *c, const struct vg_k8s_watch_opts *opts, 
     struct curl_slist *hl;
     CURL *h = vg_k8s_easy(c, "GET", url, NULL, &hl, err);
     if (h == NULL) return VG_K8S_EFAIL;
-    struct stream s = {.h = h, .opts = opts, .fn = fn, .arg = arg, .rv = rv, .rv_len = rv_len};
+    struct stream s = {.h = h,
+                       .opts = opts,
+                       .fn = fn,
+                       .arg = arg,
+                       .rv = rv,
+                       .rv_len = rv_len,
+                       .line = {.first = 8192}};
     char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
@@ -180,13 +185,13 @@ int vg_k8s_watch(struct vg_k8s_client *c, const struct vg_k8s_watch_opts *opts, 
     } else if (opts->stop != NULL && *opts->stop) {
       ret = 0;
     } else if (s.status != 0 && s.status != 200) {
-      ret = vg_k8s_status_error("GET", url, s.status, s.line, err);
+      ret = vg_k8s_status_error("GET", url, s.status, s.line.data, err);
     } else if (s.status == 0 && rc != CURLE_OK) {
       ret = vg_k8s_curl_error("GET", url, rc, errbuf, err); /* never connected */
     } else if (rc != CURLE_OK) {
       vg_debug("k8s: watch %s ended (%s); resuming from %s", url, errbuf, rv);
     }
-    free(s.line);
+    vg_textbuf_free(&s.line);
     if (ret != 1) return ret;
     /* Do not spin if the server keeps closing at once. */
     if (s.events == 0 && time(NULL) - began < 1) usleep(200 * 1000);

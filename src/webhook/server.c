@@ -31,8 +31,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   const struct vg_httpd_body *b = *con_cls;
   struct vg_wh_reply r;
   /* Over the limit: a length the review refuses, without the bytes. */
-  vg_wh_handle(s->o.resources, s->o.writers, &s->m, method, url, b->data != NULL ? b->data : "",
-               step == VG_HTTPD_TOO_BIG ? (size_t)VG_WH_MAX_BODY + 1 : b->len, &r);
+  vg_wh_handle(s->o.resources, s->o.writers, &s->m, method, url,
+               b->body.data != NULL ? b->body.data : "",
+               step == VG_HTTPD_TOO_BIG ? (size_t)VG_WH_MAX_BODY + 1 : b->body.len, &r);
   if (r.body == NULL) return MHD_NO;
   return vg_httpd_reply(conn, r.status, r.body, strlen(r.body), r.content_type);
 }

@@ -29,21 +29,9 @@ TOP_FILES = ("README.md", "Makefile", "CMakeLists.txt", "LICENSE")
 # Paths the pages name that the reader makes (docs/install.md's registry overlay).
 MADE_BY_READER = {"deploy/overlays/registry"}
 
-# The layout issue 30 plans (parts 1-5, merged from other branches): names
-# docs/architecture.md already uses, allowed to be missing until those parts land.
-# Remove this set once they have; an entry that exists is reported so it can go.
-PLANNED = {
-    "src/agent/", "src/agent/main.c", "src/agent/agent.c", "src/agent/binder.c",
-    "src/agent/binder.h", "src/agent/health.c", "src/agent/inventory.c", "src/agent/metrics.c",
-    "src/extender/", "src/extender/server_main.c", "src/extender/extender.c",
-    "src/extender/extender_fit.c", "src/extender/extender_http.c",
-    "src/extender/extender_metrics.c", "src/extender/extender_metrics.h",
-    "src/extender/extender_request.c", "src/extender/extender_reserve.c",
-    "src/extender/extender_score.c", "src/extender/extender_store.c",
-    "src/extender/extender_view.c", "src/extender/extender_watch.c",
-    "src/common/dialect.h", "src/common/dialect.c", "src/common/prom.h",
-    "src/k8s/gpu_inventory.h", "src/k8s/gpu_inventory.c", "src/plugin/advertise.c",
-}
+# Names the pages may use before the code has them (none today): allowed to be
+# missing; an entry that exists is reported so it can go.
+PLANNED = set()
 
 # `path`, or `path:symbol` with symbol a name or `struct name` (enum, union).
 PATH_RE = re.compile(r"`((?:%s)/[^`\s:]*(?::(?:(?:struct|enum|union) )?[A-Za-z_]\w*)?|(?:%s))`"

@@ -95,7 +95,7 @@ static void test_grows_and_resets(void **s) {
   assert_int_equal(json_object_array_length(v), 20000);
   assert_int_equal(json_object_get_int(json_object_array_get_idx(v, 19999)), 19999);
   json_object_put(v);
-  assert_null(o.buf);            /* take handed the buffer over */
+  assert_null(o.t.data);         /* take handed the buffer over */
   assert_null(ext_out_take(&o)); /* nothing written: nothing to take */
 }
 
