@@ -1,7 +1,7 @@
 /*
  * prom.h -- the Prometheus text exposition format (0.0.4), written into a
  * textbuf: the one writer of the three daemons' /metrics (the node agent's
- * plugin/metrics.c, vgpu-scheduler's extender_metrics.c, vgpu-webhook's
+ * agent/metrics.c, vgpu-scheduler's extender_metrics.c, vgpu-webhook's
  * metrics.c). Each says what its families and samples are; how a line is
  * spelt and what must be escaped is said here once.
  *

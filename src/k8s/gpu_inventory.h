@@ -4,8 +4,8 @@
  * (docs/inventory.md has the schema and what every field means).
  *
  * It is the contract between the node agent, which writes it
- * (plugin/inventory.c), and its readers, vgpu-scheduler
- * (scheduler/extender_view.c) and kubectl inspect gpushare
+ * (agent/inventory.c), and its readers, vgpu-scheduler
+ * (extender/extender_view.c) and kubectl inspect gpushare
  * (inspect/nodes.c). All of them go through this one codec, as the
  * assignment's sides go through assignment.h, so that the version, the
  * field names and what a field may hold are written down once.

@@ -1,6 +1,6 @@
 /*
  * test_ext_reasons.c -- the extender's failure classes as values
- * (src/scheduler/extender_metrics.h): every class has the label /metrics
+ * (src/extender/extender_metrics.h): every class has the label /metrics
  * has always printed for it, in the same order, and a bind's class follows
  * from a node reason. test_scheduler_reasons counts a failure of each class
  * through the running scheduler.
