@@ -31,7 +31,9 @@ static void registry(struct ext_metrics *m) {
   for (int v = 0; v < 3; v++)
     for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i += (size_t)v + 1)
       ext_metrics_observe(m, v, seconds[i]);
-  for (int r = 0; r < EXT_R_COUNT; r++) m->node_failures[r] = 7u * (uint64_t)r;
+  /* Each class by its place among the classes (EXT_R_NONE is none). */
+  for (int r = EXT_R_NONE + 1; r < EXT_R_COUNT; r++)
+    m->node_failures[r] = 7u * (uint64_t)(r - EXT_R_NONE - 1);
   m->binds_ok = 11;
   for (int b = 0; b < EXT_B_COUNT; b++) m->bind_failures[b] = 20u + (uint64_t)b;
   m->assigned_gpus = 13;
