@@ -52,17 +52,20 @@ static bool plain_gpus(const struct pod_req *r, char *why, size_t len) {
                                                                         : NULL;
     if (asks) {
       snprintf(why, len,
-               "%s: container %s asks for %s, which only nodes running vgpu-device-plugin "
-               "serve; this node's GPUs are another plugin's whole " EXT_FOREIGN_RESOURCE,
-               EXT_FOREIGN_WHY, c->name, asks);
+               EXT_FOREIGN_WHY
+               ": container %s asks for %s, which only nodes running "
+               "vgpu-device-plugin serve; this node's GPUs are another plugin's "
+               "whole %s",
+               EXT_FOREIGN_RESOURCE, c->name, asks, EXT_FOREIGN_RESOURCE);
       return false;
     }
   }
   if (r->use_type[0] || r->nouse_type[0] || r->use_uuid[0] || r->nouse_uuid[0]) {
     snprintf(why, len,
-             "%s: the pod selects GPUs by type or UUID (vgpu.io/use-gputype, ...), which needs "
-             "vgpu's inventory of the node's GPUs",
-             EXT_FOREIGN_WHY);
+             EXT_FOREIGN_WHY
+             ": the pod selects GPUs by type or UUID (vgpu.io/use-gputype, "
+             "...), which needs vgpu's inventory of the node's GPUs",
+             EXT_FOREIGN_RESOURCE);
     return false;
   }
   return true;
@@ -86,11 +89,11 @@ enum ext_reason ext_foreign_misfit(const struct pod_req *r, const struct node_vi
   int64_t ask = ext_foreign_ask(r), left = v->gpu_alloc - v->gpu_req;
   if (ask <= left) return EXT_R_NONE;
   snprintf(why, len,
-           "%s: the pod asks for %lld " EXT_FOREIGN_RESOURCE
-           ", %lld of the node's %lld are "
-           "not yet requested by its pods",
-           EXT_FOREIGN_WHY, (long long)ask, (long long)(left > 0 ? left : 0),
-           (long long)v->gpu_alloc);
+           EXT_FOREIGN_WHY
+           ": the pod asks for %lld %s, %lld of the node's %lld are not yet "
+           "requested by its pods",
+           EXT_FOREIGN_RESOURCE, (long long)ask, EXT_FOREIGN_RESOURCE,
+           (long long)(left > 0 ? left : 0), (long long)v->gpu_alloc);
   return EXT_R_FOREIGN_FULL;
 }
 

@@ -394,13 +394,12 @@ void ext_reservations_free(struct vg_ext *x); /* vg_ext_free */
 
 /* ---- foreign GPU nodes (extender_foreign.c) ---- */
 
-/* The resource another device plugin serves on a foreign GPU node. */
-#define EXT_FOREIGN_RESOURCE "nvidia.com/gpu"
-/* How every reason for a foreign node begins. */
-#define EXT_FOREIGN_WHY                                              \
-  "no vgpu.io/gpu-inventory on this node (its " EXT_FOREIGN_RESOURCE \
-  " come from another "                                              \
-  "device plugin)"
+/* The resource another device plugin serves on a foreign GPU node: NVIDIA's
+ * own name, which our --resource renames do not change. */
+#define EXT_FOREIGN_RESOURCE vg_resource_name(NULL, VG_ROLE_GPU)
+/* How every reason for a foreign node begins; its %s is EXT_FOREIGN_RESOURCE. */
+#define EXT_FOREIGN_WHY \
+  "no " VG_INVENTORY_ANNOTATION " on this node (its %s come from another device plugin)"
 /* v: a foreign node's view offering gpus (its allocatable), nothing requested. */
 void ext_foreign_view(struct node_view *v, int64_t gpus);
 /* Does r fit foreign node v? Only pods whose GPU ask is whole nvidia.com/gpu
