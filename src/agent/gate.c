@@ -17,9 +17,10 @@
 #include "node_view.h"
 #include "plugin.h"
 #include "pod_quantity.h"
+#include "routing.h"
 
 #define GATE_LIST_TIMEOUT_MS 3000
-#define SCHEDULER_NAME "vgpu-scheduler"
+#define SCHEDULER_NAME VG_SCHEDULER_NAME
 
 struct vg_gate {
   struct vg_node_source src;

@@ -29,9 +29,10 @@
 #include "assignment_mac.h"
 #include "extender_int.h"
 #include "log.h"
+#include "routing.h"
 #include "size.h"
 
-#define COMPONENT "vgpu-scheduler"
+#define COMPONENT VG_SCHEDULER_NAME /* the Events' source */
 
 struct ext_resizer {
   struct vg_ext *x;

@@ -21,17 +21,19 @@
 
 #include "extender_int.h"
 #include "log.h"
+#include "routing.h"
 
-#define SCHEDULER "vgpu-scheduler"
+#define SCHEDULER VG_SCHEDULER_NAME
 
 static bool opted_out(json_object *pod) {
   json_object *meta = ext_get(pod, "metadata");
-  const char *skip = ext_get_str(ext_get(meta, "annotations"), "vgpu.io/scheduler");
-  const char *ignore = ext_get_str(ext_get(meta, "labels"), "vgpu.io/admission");
+  const char *skip = ext_get_str(ext_get(meta, "annotations"), VG_OPT_OUT_ANNOTATION);
+  const char *ignore = ext_get_str(ext_get(meta, "labels"), VG_ADMISSION_LABEL);
   const char *ns = ext_get_str(meta, "namespace");
-  return (skip != NULL && strcmp(skip, "skip") == 0) ||
-         (ignore != NULL && strcmp(ignore, "ignore") == 0) ||
-         (ns != NULL && (strcmp(ns, "kube-system") == 0 || strcmp(ns, "vgpu-system") == 0));
+  return (skip != NULL && strcmp(skip, VG_OPT_OUT_VALUE) == 0) ||
+         (ignore != NULL && strcmp(ignore, VG_ADMISSION_IGNORE) == 0) ||
+         (ns != NULL &&
+          (strcmp(ns, VG_KUBE_SYSTEM_NAMESPACE) == 0 || strcmp(ns, VG_SYSTEM_NAMESPACE) == 0));
 }
 
 bool ext_unrouted_why(json_object *pod, char *why, size_t len) {

@@ -49,11 +49,13 @@
 #include "assignment_mac.h"
 #include "err.h"
 #include "resources.h"
+#include "routing.h"
 #include "writers.h"
 
-#define VG_WH_SCHEDULER "vgpu-scheduler"
-#define VG_WH_OPT_OUT_ANNOTATION "vgpu.io/scheduler"
-#define VG_WH_OPT_OUT_VALUE "skip"
+/* The routing names, from their one definition (k8s/routing.h). */
+#define VG_WH_SCHEDULER VG_SCHEDULER_NAME
+#define VG_WH_OPT_OUT_ANNOTATION VG_OPT_OUT_ANNOTATION
+#define VG_WH_OPT_OUT_VALUE VG_OPT_OUT_VALUE
 #define VG_WH_ORIGINAL_ANNOTATION "vgpu.io/original-scheduler-name"
 /* What the API server defaults an absent spec.schedulerName to. */
 #define VG_WH_DEFAULT_SCHEDULER "default-scheduler"
@@ -64,8 +66,8 @@
  * pods that have it, and only those, to the guard (the ValidatingWebhook
  * vgpu-guard's objectSelector), so an outage of ours cannot block updates of
  * other pods. Set by the route, never removed. */
-#define VG_WH_MANAGED_LABEL "vgpu.io/managed"
-#define VG_WH_MANAGED_VALUE "true"
+#define VG_WH_MANAGED_LABEL VG_MANAGED_LABEL
+#define VG_WH_MANAGED_VALUE VG_MANAGED_VALUE
 
 enum vg_wh_verdict { VG_WH_ALLOW, VG_WH_ROUTE, VG_WH_REFUSE };
 
