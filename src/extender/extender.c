@@ -641,107 +641,121 @@ static void reserve_top(struct vg_ext *x, json_object *pod, const struct pod_req
   json_object_put(a);
 }
 
-static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
+/* The arguments of a bind (PodUID may be absent). */
+struct bind_args {
+  const char *name, *ns, *uid, *node;
+};
+
+/* Reads body into *root and a; 0, or the HTTP status with *out set (a NUL in
+ * the body: a 200 with Error, as for any bind that fails, the pod's events). */
+static int read_bind_args(const char *body, size_t len, json_object **root, struct bind_args *a,
+                          char **out) {
   static const char *const keys[] = {"PodName", "PodNamespace", "PodUID", "Node", NULL};
   json_object *vals[4] = {NULL, NULL, NULL, NULL};
+  const char *s[4];
   char why[512];
   bool nul = false;
-  json_object *root = parse_body(body, len, &nul, why, sizeof(why));
-  if (!root) { /* a NUL: a 200 with Error, as for any bind that fails (the pod's events) */
+  *root = parse_body(body, len, &nul, why, sizeof(why));
+  if (!*root) {
     if (nul) vg_warn("bind: %s", why);
     *out = json_error(why);
     return nul ? 200 : 400;
   }
-  if (read_fields(root, keys, vals, why, sizeof(why)) != 0) {
-    json_object_put(root);
-    *out = json_error(why);
-    return 400;
-  }
-  const char *s[4];
-  for (int i = 0; i < 4; i++) {
+  int bad = read_fields(*root, keys, vals, why, sizeof(why));
+  for (int i = 0; bad == 0 && i < 4; i++) {
     s[i] = vals[i] && json_object_is_type(vals[i], json_type_string)
                ? json_object_get_string(vals[i])
                : NULL;
     if (!s[i] && i != 2) {
       snprintf(why, sizeof(why), "%s is missing or not a string", keys[i]);
-      json_object_put(root);
-      *out = json_error(why);
-      return 400;
+      bad = -1;
     }
   }
-  const char *name = s[0], *ns = s[1], *uid = s[2], *node = s[3];
-  json_object *pod = NULL, *annotations = NULL;
-  struct vg_err err = {{0}};
-  struct pod_req req;
-  why[0] = 0;
-  struct node_entry *e = ext_entry(x, node);
-  if (!e) {
-    json_object_put(root);
-    *out = json_error("out of memory");
-    return 500;
+  if (bad != 0) {
+    json_object_put(*root);
+    *root = NULL;
+    *out = json_error(why);
+    return 400;
   }
-  char key[EXT_POD_KEY_MAX];
-  snprintf(key, sizeof(key), "%s/%s", ns, name);
-  /* What a failure is counted as: each failure site below says. */
-  enum ext_bind_fail failed = EXT_B_API;
-  enum ext_reason cls;
-  pthread_mutex_lock(&e->bind_lock);
-  if (vg_k8s_get_pod(x->client, ns, name, &pod, &err) != 0) {
-    snprintf(why, sizeof(why), "%s", err.msg);
-    goto done;
-  }
-  failed = EXT_B_OTHER;
-  if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) goto done;
-  /* Already bound: no placement; the API server's 409 says so. Its own
-   * reservation must not count against it; it stays in the store until
-   * the pod as bound replaces it, so that no filter meanwhile sees the node
-   * without the pod (extender_reserve.c). */
-  if (req.n > 0 && !ext_get_str(ext_get(pod, "spec"), "nodeName")) {
-    struct node_view v;
-    if ((cls = ext_bind_view(x, node, key, &v, why, sizeof(why))) != EXT_R_NONE) {
-      failed = ext_bind_fail_of(cls);
-      goto done;
-    }
-    if (v.foreign) {
-      /* A foreign GPU node: a plain Binding; its own plugin picks the devices. */
-      if ((cls = ext_foreign_misfit(&req, &v, why, sizeof(why))) != EXT_R_NONE) {
-        failed = ext_bind_fail_of(cls);
-        goto done;
-      }
-    } else {
-      json_object *a = assign_on(x, node, &req, &v, &cls, why, sizeof(why));
-      if (a == NULL) {
-        failed = ext_bind_fail_of(cls);
-        goto done;
-      }
-      annotations = ext_assigned_annotations(a);
-      ext_aliyun_annotations(annotations, &req, &v, a);
-      json_object_put(a);
-      /* The pod's own UID, not the request's: the MAC must name the object the
-       * agent will read (a differing PodUID fails the Binding anyway). */
-      if (ext_sign_annotations(x, annotations, ext_get_str(ext_get(pod, "metadata"), "uid"), ns,
-                               name, node, why, sizeof(why)) != 0)
-        goto done;
-    }
-  }
-  int rc = vg_k8s_bind_pod(x->client, ns, name, uid, node, annotations, &err);
-  if (rc != 0)
-    snprintf(why, sizeof(why), "%s%.480s", rc == VG_K8S_ECONFLICT ? "conflict: " : "", err.msg);
-  failed = rc == VG_K8S_ECONFLICT ? EXT_B_CONFLICT : EXT_B_API;
-  if (rc == 0) note_bound(x, e, ns, name, pod, annotations);
-  ext_invalidate(x, node);
-done:
-  ext_unreserve(x, key); /* after note_bound replaced it: only a failed bind's leaves the store */
-  pthread_mutex_unlock(&e->bind_lock);
+  *a = (struct bind_args){s[0], s[1], s[2], s[3]};
+  return 0;
+}
+
+/* The placement of an unbound GPU pod on a->node, under the node's bind lock:
+ * *annotations to write with the Binding (NULL on a foreign node, whose own
+ * plugin picks the devices). 0 when it may be bound, else -1 with why and
+ * what the failure counts as in *failed. An already bound pod gets no
+ * placement: the API server's 409 says so. Its own reservation must not count
+ * against it; it stays in the store until the pod as bound replaces it, so
+ * that no filter meanwhile sees the node without the pod (extender_reserve.c). */
+static int place_for_bind(struct vg_ext *x, const struct bind_args *a, json_object *pod,
+                          const struct pod_req *req, const char *key, json_object **annotations,
+                          enum ext_bind_fail *failed, char *why, size_t len) {
+  if (req->n == 0 || ext_get_str(ext_get(pod, "spec"), "nodeName")) return 0;
+  struct node_view v;
+  enum ext_reason cls = ext_bind_view(x, a->node, key, &v, why, len);
+  if (cls == EXT_R_NONE && v.foreign) cls = ext_foreign_misfit(req, &v, why, len);
+  json_object *assigned =
+      cls == EXT_R_NONE && !v.foreign ? assign_on(x, a->node, req, &v, &cls, why, len) : NULL;
+  *failed = ext_bind_fail_of(cls);
+  if (cls != EXT_R_NONE || v.foreign) return cls != EXT_R_NONE ? -1 : 0;
+  if (assigned == NULL) return -1;
+  *annotations = ext_assigned_annotations(assigned);
+  ext_aliyun_annotations(*annotations, req, &v, assigned);
+  json_object_put(assigned);
+  /* The pod's own UID, not the request's: the MAC must name the object the
+   * agent will read (a differing PodUID fails the Binding anyway). */
+  *failed = EXT_B_OTHER;
+  return ext_sign_annotations(x, *annotations, ext_get_str(ext_get(pod, "metadata"), "uid"), a->ns,
+                              a->name, a->node, why, len);
+}
+
+/* Counts a bind: a failure under its class (why set), else ok and its slices. */
+static void count_bind(struct vg_ext *x, enum ext_bind_fail failed, const char *why,
+                       const struct pod_req *req, bool assigned) {
   pthread_mutex_lock(&x->lock);
   if (why[0]) {
     x->m.bind_failures[failed]++;
   } else {
     x->m.binds_ok++;
-    for (int i = 0; annotations != NULL && i < req.n; i++) x->m.assigned_gpus += req.c[i].count;
+    for (int i = 0; assigned && i < req->n; i++) x->m.assigned_gpus += req->c[i].count;
   }
   pthread_mutex_unlock(&x->lock);
-  if (why[0]) vg_warn("bind %s/%s to %s: %s", ns, name, node, why);
+}
+
+static int do_bind(struct vg_ext *x, const char *body, size_t len, char **out) {
+  json_object *root = NULL, *pod = NULL, *annotations = NULL;
+  struct bind_args a;
+  int status = read_bind_args(body, len, &root, &a, out);
+  if (status != 0) return status;
+  struct node_entry *e = ext_entry(x, a.node);
+  if (!e) {
+    json_object_put(root);
+    *out = json_error("out of memory");
+    return 500;
+  }
+  char key[EXT_POD_KEY_MAX], why[512] = "";
+  snprintf(key, sizeof(key), "%s/%s", a.ns, a.name);
+  struct vg_err err = {{0}};
+  struct pod_req req = {0};
+  enum ext_bind_fail failed = EXT_B_API; /* what a failure counts as: each step says */
+  pthread_mutex_lock(&e->bind_lock);
+  if (vg_k8s_get_pod(x->client, a.ns, a.name, &pod, &err) != 0) {
+    snprintf(why, sizeof(why), "%s", err.msg);
+  } else if (ext_parse_pod(pod, &req, why, sizeof(why)) != 0) {
+    failed = EXT_B_OTHER;
+  } else if (place_for_bind(x, &a, pod, &req, key, &annotations, &failed, why, sizeof(why)) == 0) {
+    int rc = vg_k8s_bind_pod(x->client, a.ns, a.name, a.uid, a.node, annotations, &err);
+    if (rc != 0)
+      snprintf(why, sizeof(why), "%s%.480s", rc == VG_K8S_ECONFLICT ? "conflict: " : "", err.msg);
+    failed = rc == VG_K8S_ECONFLICT ? EXT_B_CONFLICT : EXT_B_API;
+    if (rc == 0) note_bound(x, e, a.ns, a.name, pod, annotations);
+    ext_invalidate(x, a.node);
+  }
+  ext_unreserve(x, key); /* after note_bound replaced it: only a failed bind's leaves the store */
+  pthread_mutex_unlock(&e->bind_lock);
+  count_bind(x, failed, why, &req, annotations != NULL);
+  if (why[0]) vg_warn("bind %s/%s to %s: %s", a.ns, a.name, a.node, why);
   json_object_put(annotations);
   json_object_put(pod);
   json_object_put(root);
