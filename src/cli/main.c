@@ -55,8 +55,10 @@ static bool verb_help(int argc, char **argv) {
     if (strcmp(argv[i], "-h") != 0 && strcmp(argv[i], "--help") != 0) continue;
     for (size_t v = 0; v < sizeof(VERBS) / sizeof(VERBS[0]); v++)
       if (strcmp(VERBS[v].name, argv[1]) == 0) {
-        printf("usage: vgpu %s %s\n        %s\n\n%s", VERBS[v].name, VERBS[v].synopsis,
-               VERBS[v].what, NOTES);
+        /* The SIZE/PCT and region-file notes only where the verb takes them. */
+        bool notes = strstr(VERBS[v].synopsis, "--cache") != NULL;
+        printf("usage: vgpu %s %s\n        %s\n%s%s", VERBS[v].name, VERBS[v].synopsis,
+               VERBS[v].what, notes ? "\n" : "", notes ? NOTES : "");
         return true;
       }
   }

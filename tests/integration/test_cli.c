@@ -92,7 +92,8 @@ static void test_bad_options(void **s) {
   vg_env_cleanup(&env);
 }
 
-/* `vgpu VERB --help` is that verb's usage on stdout, exit 0; without a
+/* `vgpu VERB --help` is that verb's usage on stdout, exit 0, with the
+ * SIZE/PCT notes where they apply (not smi's); without a
  * driver, smi and run say to use --sim; smi --sim shows the simulated GPU. */
 static void test_help_and_no_driver(void **s) {
   (void)s;
@@ -104,6 +105,11 @@ static void test_help_and_no_driver(void **s) {
     snprintf(want, sizeof(want), "usage: vgpu %s ", verbs[i]);
     assert_int_equal(vgpu(&env, verbs[i], "--help", NULL), 0);
     assert_non_null(strstr(run.out, want));
+    /* The SIZE/PCT notes only for the verbs that take sizes, percents or a region file. */
+    if (strcmp(verbs[i], "smi") == 0)
+      assert_null(strstr(run.out, "SIZE:"));
+    else
+      assert_non_null(strstr(run.out, "SIZE:"));
   }
   assert_int_equal(vgpu(&env, "smi", NULL), 1);
   assert_non_null(strstr(run.err, "no NVIDIA driver found"));
