@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deploy/preflight.sh -- checks a cluster is ready for vgpu, before `kubectl apply -k deploy/...`
-# (docs/install.md, step 1). Needs kubectl with the cluster's admin credentials; changes nothing
+# (docs/install.md, step 3). Needs kubectl with the cluster's admin credentials; changes nothing
 # but one short-lived pod per GPU node, which it deletes.
 #
 #   deploy/preflight.sh [--node NODE]... [--image IMAGE] [--namespace NS] [--timeout SECONDS]
