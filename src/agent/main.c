@@ -231,8 +231,7 @@ static int take_checked_option(int c, struct cmdline *cl) {
       }
       return 0;
     default:
-      usage(stderr);
-      return -1;
+      return -1; /* vg_getopt_long said why, in one line */
   }
 }
 
@@ -273,8 +272,9 @@ static int parse_args(int argc, char **argv, struct cmdline *cl) {
     if (!take_plain_option(c, cl) && take_checked_option(c, cl) != 0) return 2;
   }
   if (optind < argc) {
-    fprintf(stderr, "vgpu-device-plugin: unexpected argument \"%s\"\n", argv[optind]);
-    usage(stderr);
+    fprintf(stderr,
+            "vgpu-device-plugin: unexpected argument \"%s\" (see vgpu-device-plugin --help)\n",
+            argv[optind]);
     return 2;
   }
   return -1;

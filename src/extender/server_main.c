@@ -177,8 +177,7 @@ static int take_option(int c, struct cmdline *cl) {
       return -1;
     }
     default:
-      usage(stderr);
-      return -1;
+      return -1; /* vg_getopt_long said why, in one line */
   }
 }
 
@@ -217,13 +216,13 @@ static int parse_args(int argc, char **argv, struct cmdline *cl) {
   struct sockaddr_in sa;
   struct vg_err lerr = {{0}};
   if (!cl->listen || optind != argc) {
-    fprintf(stderr, "vgpu-scheduler: --listen ADDR:PORT is required (e.g. 127.0.0.1:8888)\n");
-    usage(stderr);
+    fprintf(stderr,
+            "vgpu-scheduler: --listen ADDR:PORT is required (e.g. 127.0.0.1:8888; see "
+            "vgpu-scheduler --help)\n");
     return 2;
   }
   if (!vg_httpd_parse_listen("--listen", cl->listen, &sa, &lerr)) {
     fprintf(stderr, "vgpu-scheduler: %s\n", lerr.msg);
-    usage(stderr);
     return 2;
   }
   return -1;
@@ -308,8 +307,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   if (!vg_policy_find(cl.policy)) {
-    fprintf(stderr, "vgpu-scheduler: unknown policy '%s'\n", cl.policy);
-    usage(stderr);
+    fprintf(stderr, "vgpu-scheduler: unknown policy '%s' (see vgpu-scheduler --help)\n", cl.policy);
     return 2;
   }
   struct vg_err err = {{0}};

@@ -63,16 +63,14 @@ static void usage(FILE *to) {
 static int bad_usage(const char *fmt, const char *arg) {
   fprintf(stderr, PROG ": ");
   fprintf(stderr, fmt, arg);
-  fputc('\n', stderr);
-  usage(stderr);
+  fputs(" (see " PROG " --help)\n", stderr);
   return 2;
 }
 
 static int unknown_option(const char *a) {
   static const char *const known[] = {"--help",       "--version",  "--details", "--output",
                                       "--kubeconfig", "--resource", NULL};
-  vg_opt_unknown(PROG, a, known);
-  usage(stderr);
+  vg_opt_unknown(PROG, a, known); /* one line, as every program answers */
   return 2;
 }
 

@@ -49,9 +49,8 @@ int main(int argc, char **argv) {
   const char *near = vg_opt_suggest(verb, verb[0] == '-' ? options : verbs);
   const char *kind = verb[0] == '-' ? "option" : "command";
   if (near != NULL)
-    fprintf(stderr, KV_PROG ": unknown %s '%s' (did you mean %s?)\n\n", kind, verb, near);
+    fprintf(stderr, KV_PROG ": unknown %s '%s' (did you mean %s?)\n", kind, verb, near);
   else
-    fprintf(stderr, KV_PROG ": unknown %s '%s'\n\n", kind, verb);
-  usage(stderr);
-  return KV_EXIT_USAGE;
+    fprintf(stderr, KV_PROG ": unknown %s '%s' (see " KV_PROG " --help)\n", kind, verb);
+  return KV_EXIT_USAGE; /* one line, as every program answers a mistyped option */
 }

@@ -56,14 +56,14 @@ static void usage(FILE *to) {
 
 static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Says what is wrong and where the options are; returns KV_EXIT_USAGE. */
+/* Says in one line what is wrong and where the options are; returns KV_EXIT_USAGE. */
 static int bad_usage(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fputs(KV_RESIZE_PREFIX, stderr);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  fputs("\nRun 'kubectl vgpu resize --help' for the options.\n", stderr);
+  fputs(" (see kubectl vgpu resize --help)\n", stderr); /* one line, as every program answers */
   return KV_EXIT_USAGE;
 }
 

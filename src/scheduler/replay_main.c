@@ -420,13 +420,14 @@ out:
 
 int main(int argc, char **argv) {
   struct opts o;
-  if (parse_args(argc, argv, &o)) return usage(stderr), 2;
+  if (parse_args(argc, argv, &o)) return 2; /* it said why, in one line */
   struct job j;
   memset(&j, 0, sizeof(j));
   j.o = &o;
   j.policy = vg_policy_find(o.policy);
   if (!j.policy)
-    return fprintf(stderr, "vgpu-replay: unknown policy '%s'\n", o.policy), usage(stderr), 2;
+    return fprintf(stderr, "vgpu-replay: unknown policy '%s' (see vgpu-replay --help)\n", o.policy),
+           2;
   struct vg_cluster c;
   struct vg_pod *pods = NULL;
   struct vg_workload w = {0};

@@ -152,10 +152,15 @@ int vg_wh_certs_main(int argc, char **argv) {
       return printf("vgpu-webhook %s\n", VG_VERSION), 0;
     else if (c != 'd' || parse_days(optarg, &o.days) != 0) {
       if (c == 'd') fprintf(stderr, "vgpu-webhook certs: --days \"%s\": not 31 to 36500\n", optarg);
-      return usage(stderr), 2;
+      return 2; /* said why, in one line */
     }
   }
-  if (optind != argc) return usage(stderr), 2;
+  if (optind != argc) {
+    fprintf(stderr,
+            "vgpu-webhook certs: unexpected argument \"%s\" (see vgpu-webhook certs --help)\n",
+            argv[optind]);
+    return 2;
+  }
   if (out_dir != NULL && key_secret != NULL) {
     fprintf(stderr,
             "vgpu-webhook certs: --assignment-key-secret makes a Secret through the API; "

@@ -100,13 +100,18 @@ static int parse(int argc, char **argv, struct serve_flags *f) {
     else if (c == 'V')
       return printf("vgpu-webhook %s\n", VG_VERSION), 1;
     else
-      return usage(stderr), 2;
+      return 2; /* vg_getopt_long said why, in one line */
   }
-  if (optind != argc || f->cert == NULL || f->key == NULL) {
+  if (optind != argc) {
+    fprintf(stderr, "vgpu-webhook: unexpected argument \"%s\" (see vgpu-webhook --help)\n",
+            argv[optind]);
+    return 2;
+  }
+  if (f->cert == NULL || f->key == NULL) {
     fprintf(stderr,
             "vgpu-webhook: --tls-cert and --tls-key are required (the API server "
-            "calls webhooks over HTTPS only)\n");
-    return usage(stderr), 2;
+            "calls webhooks over HTTPS only; see vgpu-webhook --help)\n");
+    return 2;
   }
   vg_wh_writers_default(&f->writers);
   return 0;

@@ -2,8 +2,9 @@
 """test_help_version.py -- every program vgpu builds answers -h, --help and
 --version the same way (curl's rule): the usage on stdout and exit 0; one
 line "<program> <version>" and exit 0. A mistyped option gets the same
-answer everywhere too: "<program>: unknown option '--helpp' (did you mean
---help?)" on stderr and a non-zero exit.
+answer everywhere too: exactly the one line "<program>: unknown option
+'--helpp' (did you mean --help?)" on stderr (no usage after it) and a
+non-zero exit.
 
 No driver is on the library path: vgpu-burn and the benchmarks open
 libcuda.so.1 only after reading their command line (test_no_driver.py).
@@ -45,7 +46,7 @@ def main():
         p = subprocess.run([path, "--helpp"], env=env, capture_output=True, text=True,
                            timeout=30, stdin=subprocess.DEVNULL)
         want = "%s: unknown option '--helpp' (did you mean --help?)" % prog
-        check(p.returncode != 0 and want in p.stderr and p.stdout == "",
+        check(p.returncode != 0 and p.stderr == want + "\n" and p.stdout == "",
               "%s --helpp: exit %d, stderr %r (want %r)" % (prog, p.returncode, p.stderr[:200],
                                                             want))
     print("%d programs checked" % len(programs))

@@ -86,7 +86,10 @@ static int fault(int argc, char **argv) {
       static const char *const known[] = {"--device", "--xid", "--lost", "--clear", NULL};
       if (argv[i][0] == '-' && vg_opt_suggest(argv[i], known) != NULL)
         vg_opt_unknown("vgpu-sim fault", argv[i], known);
-      return usage();
+      else
+        fprintf(stderr, "vgpu-sim fault: unexpected argument '%s' (see vgpu-sim --help)\n",
+                argv[i]);
+      return 2; /* one line, as every program answers a mistyped option */
     }
   }
   if (dev == ULONG_MAX || what == NONE) return usage();
@@ -141,6 +144,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "vgpu-sim: unknown command '%s'%s%s%s\n", argv[1],
               near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
     }
+    return 2; /* one line, as every program answers a mistyped option */
   }
   return usage();
 }
