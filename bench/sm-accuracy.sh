@@ -3,18 +3,25 @@
 # simulated GPU, as ratios measured in one run (docs/benchmarks.md explains
 # the output). Issue 3's targets:
 #
-#   accuracy   throughput under limit L / unlimited throughput within +-5
-#              points of L, for L = 10 30 50 90, big and small kernels
-#              (and long ones: long30 and long100 are the big shape with the
-#              simulator's wave time raised so one kernel takes 30 / 100 ms,
-#              which vgpu-burn runs as launch, synchronise, launch... -- the
-#              case a 20 ms bucket used to cut short)
+#   accuracy   throughput under limit L / unlimited throughput within +-3
+#              points of L (issue 31), for L = 10 30 50 90, big and small
+#              kernels, the two in turn (mix), and long ones: long30 and
+#              long100 are the big shape with the simulator's wave time
+#              raised so one kernel takes 30 / 100 ms, which vgpu-burn runs
+#              as launch, synchronise, launch... -- the case a 20 ms bucket
+#              used to cut short)
 #   pair       two containers at 30 and 70 on one GPU share the work 30:70
 #              (+-5 points)
 #   settle     after `vgpu set --cores`, the 100 ms throughput is within 5
 #              points of the new limit in under 1 s (30 -> 70, then 70 -> 30)
 #   overhead   with no limit set, libvgpu adds under 30 ns per cuLaunchKernel
 #
+# The simulator runs with the H200's timing (VGPU_SIM_TIMING=h200: 132 SMs,
+# 324 us big and 8 us small kernels, 3.2 us launch calls, 1.5 us of GPU time
+# per event record; docs/simulator.md), where short kernels showed the
+# estimator's error on the real GPU; --timing ideal is the simulator without
+# any driver cost. The overhead part always runs ideal (its target is
+# libvgpu's nanoseconds, which 3.2 us of simulated driver would drown).
 # Every workload is build/bin/vgpu-burn (or vgpu-bench-launch) run with
 # LD_LIBRARY_PATH=build/sim, LD_PRELOAD=build/lib/libvgpu.so, its own region
 # file and an otherwise empty environment; every run that stands alone gets
@@ -33,8 +40,10 @@ usage() {
 usage: bash bench/sm-accuracy.sh [--quick] [options]
   --quick          shorter runs (about 40 s in all instead of about 2 min)
   --parts LIST     comma list of accuracy,pair,settle,overhead (default: all)
-  --shapes LIST    kernel shapes, comma list of big,small,long30,long100
-                   (default: all four; --quick: big,small,long30). long30 and
+  --timing NAME    the simulator's timing profile: h200 (default) or ideal
+  --shapes LIST    kernel shapes, comma list of big,small,mix,long30,long100
+                   (default: all five; --quick: big,small,mix). mix is big
+                   and small launches in turn (vgpu-burn --shape mix). long30 and
                    long100 are big with VGPU_SIM_WAVE_US set so that a kernel
                    takes 30 / 100 ms (it overrides an --env value); settle
                    skips them (100 ms intervals hold a kernel or none)
@@ -57,7 +66,7 @@ die_usage() {
   exit 2
 }
 
-quick=0 parts="accuracy,pair,settle,overhead" shapes="" limits="10,30,50,90"
+quick=0 parts="accuracy,pair,settle,overhead" shapes="" limits="10,30,50,90" timing=h200
 seconds="" warmup="" runs="" callgrind=0 json_file="" extra_env=() keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -65,7 +74,7 @@ while [ $# -gt 0 ]; do
     --callgrind) callgrind=1 ;;
     --keep) keep=1 ;;
     -h | --help) usage; exit 0 ;;
-    --parts | --shapes | --limits | --seconds | --warmup | --runs | --env | --json)
+    --parts | --shapes | --limits | --seconds | --warmup | --runs | --env | --json | --timing)
       [ $# -ge 2 ] || die_usage "$1 needs a value"
       case "$1" in
         --parts) parts=$2 ;;
@@ -76,6 +85,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2 ;;
         --env) extra_env+=("$2") ;;
         --json) json_file=$2 ;;
+        --timing) timing=$2 ;;
       esac
       shift
       ;;
@@ -85,10 +95,10 @@ while [ $# -gt 0 ]; do
 done
 
 if [ $quick = 1 ]; then
-  : "${seconds:=1}" "${warmup:=0.3}" "${runs:=2}" "${shapes:=big,small,long30}"
+  : "${seconds:=1}" "${warmup:=0.3}" "${runs:=2}" "${shapes:=big,small,mix}"
   pair_s=2 settle_before=1.5 settle_after=1.5 launch_rounds=3
 else
-  : "${seconds:=3}" "${warmup:=0.5}" "${runs:=5}" "${shapes:=big,small,long30,long100}"
+  : "${seconds:=3}" "${warmup:=0.5}" "${runs:=5}" "${shapes:=big,small,mix,long30,long100}"
   pair_s=6 settle_before=2 settle_after=2.5 launch_rounds=7
 fi
 
@@ -106,8 +116,8 @@ for p in "${part_list[@]}"; do
 done
 for s in "${shape_list[@]}"; do
   case "$s" in
-    big | small | long30 | long100) ;;
-    *) die_usage "--shapes: unknown shape '$s' (big, small, long30, long100)" ;;
+    big | small | mix | long30 | long100) ;;
+    *) die_usage "--shapes: unknown shape '$s' (big, small, mix, long30, long100)" ;;
   esac
 done
 for l in "${limit_list[@]}"; do
@@ -118,6 +128,7 @@ done
 for e in "${extra_env[@]}"; do
   [[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die_usage "--env: '$e' is not VAR=VALUE"
 done
+case "$timing" in h200 | ideal) ;; *) die_usage "--timing: '$timing' is neither h200 nor ideal" ;; esac
 want() { [[ ",$parts," == *",$1,"* ]]; }
 
 build=${VGPU_BUILD_DIR:-build}
@@ -173,7 +184,7 @@ shape_setup() {
 # current shape's additions, set by shape_setup, last so that they win).
 sim_env() {
   envs=("PATH=$PATH" "HOME=${HOME:-/tmp}" "LD_LIBRARY_PATH=$simdir" "VGPU_SIM_STATE=$1"
-    "LD_PRELOAD=$lib" "CUDA_DEVICE_MEMORY_SHARED_CACHE=$2")
+    "LD_PRELOAD=$lib" "CUDA_DEVICE_MEMORY_SHARED_CACHE=$2" "VGPU_SIM_TIMING=$timing")
   [ -z "${3:-}" ] || envs+=("CUDA_DEVICE_SM_LIMIT=$3")
   envs+=("${extra_env[@]}" "${shape_env[@]}")
 }
@@ -221,7 +232,8 @@ series() {
 
 calc() { awk "BEGIN { $1 }"; }
 tolerance=5
-verdict() { calc "e = $1; if (e < 0) e = -e; print (e <= $tolerance) ? \"PASS\" : \"MISS\""; }
+acc_tolerance=3 # issue 31: every shape within 3 points
+verdict() { calc "e = $1; if (e < 0) e = -e; print (e <= ${2:-$tolerance}) ? \"PASS\" : \"MISS\""; }
 passes=0 misses=0
 count() { if [ "$1" = PASS ]; then passes=$((passes + 1)); else misses=$((misses + 1)); fi; }
 json_parts=()
@@ -248,7 +260,7 @@ declare -A grid_of=() block_of=() kernel_ms=()
 # ---------------------------------------------------------------- accuracy
 part_accuracy() {
   echo
-  echo "== accuracy: kernels/s under CUDA_DEVICE_SM_LIMIT / unlimited (${seconds} s each after ${warmup} s warm-up; target +-$tolerance points)"
+  echo "== accuracy: kernels/s under CUDA_DEVICE_SM_LIMIT / unlimited (${seconds} s each after ${warmup} s warm-up; timing $timing; target +-$acc_tolerance points)"
   printf "%-7s %6s %12s %12s %9s %7s  %s\n" shape limit "kernels/s" unlimited achieved error verdict
   local shape limit out kps achieved err v rows=()
   for shape in "${shape_list[@]}"; do
@@ -262,14 +274,14 @@ part_accuracy() {
       kps=$(json_num "$out" kernels_per_s)
       achieved=$(calc "printf \"%.1f\", $kps / ${unlimited[$shape]} * 100")
       err=$(calc "printf \"%+.1f\", $achieved - $limit")
-      v=$(verdict "$err")
+      v=$(verdict "$err" $acc_tolerance)
       count "$v"
       printf "%-7s %6s %12.1f %12.1f %8.1f%% %7s  %s\n" "$shape" "$limit" "$kps" \
         "${unlimited[$shape]}" "$achieved" "$err" "$v"
       rows+=("{\"shape\":\"$shape\",\"limit\":$limit,\"kernels_per_s\":$kps,\"unlimited\":${unlimited[$shape]},\"achieved\":$achieved,\"error\":${err#+},\"pass\":$([ "$v" = PASS ] && echo true || echo false)}")
     done
   done
-  echo "(shapes: big = grid ${grid_of[big]:-SMs x 32} x block ${block_of[big]:-256}, small = grid ${grid_of[small]:-4} x block ${block_of[small]:-64};"
+  echo "(shapes: big = grid ${grid_of[big]:-SMs x 32} x block ${block_of[big]:-256}, small = grid ${grid_of[small]:-4} x block ${block_of[small]:-64}, mix = the two in turn;"
   echo " long30, long100 = big with VGPU_SIM_WAVE_US=7500, 25000; unlimited kernel time:$(for s in "${shape_list[@]}"; do printf " %s %s ms" "$s" "${kernel_ms[$s]:-?}"; done))"
   local IFS=,
   json_parts+=("\"accuracy\":[${rows[*]}]")
@@ -551,12 +563,18 @@ part_overhead() {
 }
 
 # ---------------------------------------------------------------- main
-sim_desc() {
-  local sms=108 wave=100 e
+sim_desc() { # the profile's values (src/sim/sim_config.c) as --env overrides them
+  local sms=108 wave=100 launch=0 event=0 e
+  [ "$timing" = ideal ] || sms=132 wave=81 launch=3200 event=1500
   for e in "${extra_env[@]}"; do
-    case "$e" in VGPU_SIM_SMS=*) sms=${e#*=} ;; VGPU_SIM_WAVE_US=*) wave=${e#*=} ;; esac
+    case "$e" in
+      VGPU_SIM_SMS=*) sms=${e#*=} ;;
+      VGPU_SIM_WAVE_US=*) wave=${e#*=} ;;
+      VGPU_SIM_LAUNCH_NS=*) launch=${e#*=} ;;
+      VGPU_SIM_EVENT_NS=*) event=${e#*=} ;;
+    esac
   done
-  echo "$sms SMs, ${wave} us per wave"
+  echo "timing $timing: $sms SMs, ${wave} us per wave, ${launch} ns per launch call, ${event} ns per event"
 }
 commit=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && [ -n "$(git -C "$(dirname "${BASH_SOURCE[0]}")" status --porcelain 2>/dev/null)" ]; then

@@ -28,7 +28,7 @@ static int choose_shape(const struct burn_opts *o, const struct burn_gpu *g,
                         struct burn_kernel *k) {
   unsigned sms = (unsigned)(g->sm_count > 0 ? g->sm_count : 1);
   unsigned grid = sms * 4, block = 256;
-  if (o->shape == BURN_SHAPE_BIG) {
+  if (o->shape == BURN_SHAPE_BIG || o->shape == BURN_SHAPE_MIX) {
     grid = sms * BURN_BIG_BLOCKS_PER_SM;
     block = BURN_BIG_BLOCK;
   } else if (o->shape == BURN_SHAPE_SMALL) {
@@ -38,6 +38,7 @@ static int choose_shape(const struct burn_opts *o, const struct burn_gpu *g,
   k->block = o->block ? o->block : block;
   k->grid = o->grid ? o->grid : grid;
   k->iters = o->iters;
+  k->mix = o->shape == BURN_SHAPE_MIX;
   if (g->max_block > 0 && k->block > (unsigned)g->max_block) {
     fprintf(stderr, "vgpu-burn: --block %u: the device allows at most %d threads per block\n",
             k->block, g->max_block);
@@ -70,9 +71,11 @@ int burn_kernel_prepare(const struct burn_opts *o, const struct burn_gpu *g,
 static int launch_batch(struct burn_kernel *k, uint64_t batch) {
   void *params[] = {&k->buf, &k->n, &k->iters};
   for (uint64_t i = 0; i < batch; i++) {
-    if (burn_check(vg_cu.cuLaunchKernel(k->func, k->grid, 1, 1, k->block, 1, 1, 0, k->stream,
-                                        params, NULL),
-                   "cuLaunchKernel"))
+    bool small = k->mix && k->launched++ % 2 == 1;
+    unsigned grid = small ? BURN_SMALL_GRID : k->grid, block = small ? BURN_SMALL_BLOCK : k->block;
+    if (burn_check(
+            vg_cu.cuLaunchKernel(k->func, grid, 1, 1, block, 1, 1, 0, k->stream, params, NULL),
+            "cuLaunchKernel"))
       return -1;
   }
   return burn_check(vg_cu.cuStreamSynchronize(k->stream), "cuStreamSynchronize");

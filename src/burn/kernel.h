@@ -8,6 +8,7 @@
 #ifndef VG_BURN_KERNEL_H
 #define VG_BURN_KERNEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cuda_dl.h"
@@ -21,6 +22,8 @@ struct burn_kernel {
   CUdeviceptr buf; /* n floats */
   unsigned n;      /* threads per launch = grid * block */
   unsigned grid, block, iters;
+  bool mix;          /* --shape mix: every other launch is small */
+  uint64_t launched; /* launches so far, for mix's turns */
 };
 
 /* One --series interval: it ends t seconds after the loop started and

@@ -42,7 +42,8 @@ static const char g_usage[] =
     "  --block T        threads per block (default 256, at most 1024)\n"
     "  --shape S        launch shape preset: big (SM count x 32 blocks of 256\n"
     "                   threads: full-device, long) or small (4 blocks of 64\n"
-    "                   threads: short); --grid/--block override it\n"
+    "                   threads: short) or mix (big and small launches in turn);\n"
+    "                   --grid/--block override it (mix: its big launches)\n"
     "  --series MS      during --seconds, print 't=<s> kernels=<n> kps=<k/s>' every\n"
     "                   MS milliseconds (kernels and kernels/s of that interval)\n"
     "  --warmup S       launch kernels for S seconds before --seconds starts\n"
@@ -214,8 +215,10 @@ static int apply_option(int c, const char *arg, struct burn_opts *o) {
         o->shape = BURN_SHAPE_BIG;
       else if (strcmp(arg, "small") == 0)
         o->shape = BURN_SHAPE_SMALL;
+      else if (strcmp(arg, "mix") == 0)
+        o->shape = BURN_SHAPE_MIX;
       else
-        return bad_value("shape", arg, "expected big or small");
+        return bad_value("shape", arg, "expected big, small or mix");
       return 0;
     case OPT_SERIES:
       rc = parse_uint_opt("series", arg, 1, 3600000, &v);

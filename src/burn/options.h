@@ -18,7 +18,7 @@
 /* --shape presets. The grid of "big" is per SM so that it fills any device
  * (on the simulator: 4 waves of 256-thread blocks); "small" is a handful of
  * blocks (one partial wave). An explicit --grid/--block wins. */
-enum burn_shape { BURN_SHAPE_DEFAULT = 0, BURN_SHAPE_BIG, BURN_SHAPE_SMALL };
+enum burn_shape { BURN_SHAPE_DEFAULT = 0, BURN_SHAPE_BIG, BURN_SHAPE_SMALL, BURN_SHAPE_MIX };
 #define BURN_BIG_BLOCKS_PER_SM 32u
 #define BURN_BIG_BLOCK 256u
 #define BURN_SMALL_GRID 4u

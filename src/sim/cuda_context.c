@@ -51,7 +51,7 @@ void cu_ctx_note_work(struct CUctx_st *ctx, uint64_t end) {
 
 void cu_wait_ctx(struct CUctx_st *ctx) {
   uint64_t end = __atomic_load_n(&ctx->last_end, __ATOMIC_RELAXED);
-  if (end > vg_sim_now_ns()) vg_sim_sleep_until(end);
+  cu_wait_until(end);
 }
 
 /* Charges the context's memory; false if the device is full. */

@@ -276,6 +276,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   }
   uint64_t after =
       cu_max_u64(cu_stream_last_end(s, ctx), __atomic_load_n(&e->last_end, __ATOMIC_RELAXED));
+  cu_host_cost(g_cu.sim.st->config.launch_ns); /* one launch call, whatever the graph holds */
   uint64_t end = vg_sim_queue_work(&g_cu.sim, ctx->phys, after, e->total);
   __atomic_store_n(&e->last_end, end, __ATOMIC_RELAXED);
   cu_stream_note_work(s, ctx, end);

@@ -41,6 +41,20 @@ __attribute__((constructor)) static void register_fork_handler(void) {
 
 uint64_t cu_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+/* Spins: a driver call's host time is CPU time, not a sleep, and a sleep
+ * of microseconds would overshoot by the timer slack. */
+void cu_host_cost(uint64_t ns) {
+  if (ns == 0) return;
+  uint64_t until = vg_sim_now_ns() + ns;
+  while (vg_sim_now_ns() < until) {
+  }
+}
+
+void cu_wait_until(uint64_t end) {
+  if (end <= vg_sim_now_ns()) return; /* done already: nothing to wake from */
+  vg_sim_sleep_until(end + g_cu.sim.st->config.sync_ns);
+}
+
 uint64_t cu_round_up(uint64_t v, uint64_t to) {
   if (v > UINT64_MAX - (to - 1)) return UINT64_MAX - (UINT64_MAX % to);
   return (v + to - 1) / to * to;

@@ -152,6 +152,12 @@ struct cu_launch {
 CUresult cu_ready(void); /* CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded */
 CUresult cu_device(CUdevice dev, unsigned *phys);
 uint64_t cu_max_u64(uint64_t a, uint64_t b);
+/* Spends ns of host time, as the driver's side of a call does (timing
+ * profile, VGPU_SIM_LAUNCH_NS). */
+void cu_host_cost(uint64_t ns);
+/* What a synchronize does: sleeps until work ending at `end` is done, and
+ * the profile's wake-up time after it (VGPU_SIM_SYNC_NS) when it waited. */
+void cu_wait_until(uint64_t end);
 uint64_t cu_round_up(uint64_t v, uint64_t to);
 
 /* cuda_handles.c */

@@ -38,30 +38,54 @@ static bool dims_valid(const struct cu_launch *l) {
   return threads <= MAX_THREADS_PER_BLOCK && l->shared <= MAX_DYNAMIC_SHARED;
 }
 
+static uint64_t threads_of(const struct cu_launch *l) {
+  return (uint64_t)l->block[0] * l->block[1] * l->block[2];
+}
+
 static uint64_t resident_per_sm(const struct cu_launch *l) {
-  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-  uint64_t r = MAX_THREADS_PER_SM / threads;
+  uint64_t r = MAX_THREADS_PER_SM / threads_of(l);
   if (r > MAX_BLOCKS_PER_SM) r = MAX_BLOCKS_PER_SM;
   return r == 0 ? 1 : r;
 }
 
-static uint64_t waves_of(const struct cu_launch *l, uint64_t sms) {
-  uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
-  uint64_t per_wave = sms * resident_per_sm(l);
-  return (blocks + per_wave - 1) / per_wave;
+static uint64_t blocks_of(const struct cu_launch *l) {
+  return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
 }
 
-static uint64_t duration_of(uint64_t waves, uint64_t wave_ns) {
-  if (wave_ns != 0 && waves > MAX_DURATION_NS / wave_ns) return MAX_DURATION_NS;
-  return waves * wave_ns;
+static uint64_t waves_of(const struct cu_launch *l, uint64_t sms) {
+  uint64_t per_wave = sms * resident_per_sm(l);
+  return (blocks_of(l) + per_wave - 1) / per_wave;
+}
+
+/* The time of a wave whose busiest SM holds `blocks` blocks: the whole wave
+ * time, or with VGPU_SIM_MIN_WAVE_PCT its fill of the SM's 2048 threads, at
+ * least that percentage (a few threads per SM are bound by latency, not by
+ * the SM's throughput). */
+static uint64_t wave_time(const struct cu_launch *l, uint64_t blocks, uint64_t wave_ns,
+                          unsigned min_pct) {
+  if (min_pct == 0) return wave_ns;
+  uint64_t threads = blocks * threads_of(l);
+  uint64_t pct = threads >= MAX_THREADS_PER_SM ? 100 : threads * 100 / MAX_THREADS_PER_SM;
+  if (pct < min_pct) pct = min_pct;
+  return wave_ns * pct / 100;
+}
+
+static uint64_t duration_of(const struct cu_launch *l, uint64_t sms, uint64_t wave_ns,
+                            unsigned min_pct) {
+  uint64_t waves = waves_of(l, sms), resident = resident_per_sm(l);
+  uint64_t rest = blocks_of(l) - (waves - 1) * sms * resident; /* in the last wave */
+  uint64_t last = wave_time(l, (rest + sms - 1) / sms, wave_ns, min_pct);
+  uint64_t full = wave_time(l, resident, wave_ns, min_pct);
+  if (full != 0 && waves - 1 > (MAX_DURATION_NS - last) / full) return MAX_DURATION_NS;
+  return (waves - 1) * full + last;
 }
 
 CUresult cu_launch_cost(const struct cu_launch *l, unsigned phys, uint64_t *duration) {
   if (!dims_valid(l)) return CUDA_ERROR_INVALID_VALUE;
   const struct vg_sim_state *st = g_cu.sim.st;
-  uint64_t waves = waves_of(l, st->dev[phys].sms);
-  if (l->cooperative && waves > 1) return CU_ERR_COOPERATIVE_LAUNCH_TOO_LARGE;
-  *duration = duration_of(waves, st->config.wave_ns);
+  uint64_t sms = st->dev[phys].sms;
+  if (l->cooperative && waves_of(l, sms) > 1) return CU_ERR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  *duration = duration_of(l, sms, st->config.wave_ns, st->config.min_wave_pct);
   return CUDA_SUCCESS;
 }
 
@@ -81,6 +105,7 @@ static CUresult launch(CUfunction f, const struct cu_launch *l, CUstream stream,
   if ((rc = cu_launch_cost(l, ctx->phys, &duration)) != CUDA_SUCCESS) return rc;
   bool captured = false;
   if ((rc = cu_capture_kernel(s, f, l, duration, &captured)) != CUDA_SUCCESS || captured) return rc;
+  cu_host_cost(g_cu.sim.st->config.launch_ns); /* the driver's side of a launch */
   uint64_t end = vg_sim_queue_work(&g_cu.sim, ctx->phys, cu_stream_last_end(s, sctx), duration);
   cu_stream_note_work(s, ctx, end);
   return CUDA_SUCCESS;

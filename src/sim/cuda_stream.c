@@ -127,7 +127,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   if (rc != CUDA_SUCCESS) return rc;
   if ((rc = cu_capture_forbid(s)) != CUDA_SUCCESS) return rc;
   uint64_t end = cu_stream_last_end(s, ctx);
-  if (end > vg_sim_now_ns()) vg_sim_sleep_until(end);
+  cu_wait_until(end);
   cu_pools_sync();
   return CUDA_SUCCESS;
 }
@@ -160,6 +160,18 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
+/* When the event completes: after the work queued before it, and after
+ * its own GPU time (VGPU_SIM_EVENT_NS), which the stream then queues behind
+ * -- a real event is a command the GPU processes, and what it costs shows
+ * in every span measured with it. */
+static uint64_t record_time(struct CUstream_st *s, struct CUctx_st *ctx) {
+  uint64_t after = cu_stream_last_end(s, ctx), cost = g_cu.sim.st->config.event_ns;
+  if (cost == 0) return cu_max_u64(vg_sim_now_ns(), after);
+  uint64_t end = vg_sim_queue_work(&g_cu.sim, ctx->phys, after, cost);
+  cu_stream_note_work(s, ctx, end);
+  return end;
+}
+
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   CUresult rc = cu_ready();
   if (rc != CUDA_SUCCESS) return rc;
@@ -172,7 +184,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   if ((rc = cu_capture_event(s, &captured)) != CUDA_SUCCESS) return rc;
   e->captured = captured;
   if (captured) return CUDA_SUCCESS; /* it records a point in the graph, not in time */
-  e->time = cu_max_u64(vg_sim_now_ns(), cu_stream_last_end(s, ctx));
+  e->time = record_time(s, ctx);
   e->recorded = true;
   return CUDA_SUCCESS;
 }
@@ -187,7 +199,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   struct CUevent_st *e = cu_handle_get(hEvent, CU_OBJ_EVENT);
   if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
   if (e->captured) return CU_ERR_CAPTURED_EVENT;
-  if (e->recorded && e->time > vg_sim_now_ns()) vg_sim_sleep_until(e->time);
+  if (e->recorded) cu_wait_until(e->time);
   cu_pools_sync();
   return CUDA_SUCCESS;
 }

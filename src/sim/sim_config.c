@@ -21,7 +21,6 @@
 #define DEFAULT_WAVE_US 100
 #define DEFAULT_NAME "NVIDIA A100-SXM4-16GB (vgpu-sim)"
 
-/* Strict decimal integer in [min, max]. */
 static int parse_uint(const char *var, const char *text, uint64_t min, uint64_t max, uint64_t *out,
                       struct vg_err *err) {
   uint64_t v = 0;
@@ -88,18 +87,72 @@ static int read_name(struct vg_sim_config *cfg, struct vg_err *err) {
   return 0;
 }
 
+/*
+ * Timing profiles (VGPU_SIM_TIMING). "ideal" is the simulator as it always
+ * was: launches and events cost nothing and every wave takes the whole wave
+ * time. "h200" is an NVIDIA H200 as measured on 2026-11-26/27
+ * (bench/results/2026-11-27-h200, docs/simulator.md "Timing profiles"):
+ *  - 132 SMs and 81 us waves: vgpu-burn --shape big (132 x 32 blocks of
+ *    256 threads, 4 waves) took 324 us a kernel (3084 kernels/s);
+ *  - a thinly filled wave takes at least 10 % of that: --shape small (4
+ *    blocks of 64 threads) took 8.0 us a kernel queued back to back
+ *    (125063 kernels/s), compute-latency bound, not 81 us;
+ *  - a launch call costs the host 3.2 us (vgpu-bench-launch, no preload:
+ *    3232 ns per cuLaunchKernel);
+ *  - an event record takes 1.5 us of the stream's GPU time: a sampled
+ *    small kernel was charged 9.5 us (8.0 / 0.84, the factor its limits
+ *    were met by) for 8.0 us of work, and the event pair is what a
+ *    sample adds.
+ * The synchronize wake-up was not measured: 0 in both.
+ */
+struct timing {
+  uint64_t sms, wave_us, launch_ns, event_ns, sync_ns, min_wave_pct;
+};
+static const struct timing TIMING_IDEAL = {DEFAULT_SMS, DEFAULT_WAVE_US, 0, 0, 0, 0};
+static const struct timing TIMING_H200 = {132, 81, 3200, 1500, 0, 10};
+
+static int read_profile(struct timing *t, struct vg_err *err) {
+  const char *v = getenv("VGPU_SIM_TIMING");
+  if (v == NULL || strcmp(v, "ideal") == 0) {
+    *t = TIMING_IDEAL;
+    return 0;
+  }
+  if (strcmp(v, "h200") == 0) {
+    *t = TIMING_H200;
+    return 0;
+  }
+  return vg_err_set(err, "VGPU_SIM_TIMING='%s' is not valid: expected ideal or h200", v);
+}
+
+/* The profile, then each of its values as the environment overrides it. */
+static int read_timing(struct timing *t, struct vg_err *err) {
+  if (read_profile(t, err) != 0) return -1;
+  if (read_uint("VGPU_SIM_SMS", 1, 1024, &t->sms, err) != 0) return -1;
+  if (read_uint("VGPU_SIM_WAVE_US", 0, 60000000, &t->wave_us, err) != 0) return -1;
+  if (read_uint("VGPU_SIM_LAUNCH_NS", 0, 1000000000, &t->launch_ns, err) != 0) return -1;
+  if (read_uint("VGPU_SIM_EVENT_NS", 0, 1000000000, &t->event_ns, err) != 0) return -1;
+  if (read_uint("VGPU_SIM_SYNC_NS", 0, 1000000000, &t->sync_ns, err) != 0) return -1;
+  return read_uint("VGPU_SIM_MIN_WAVE_PCT", 0, 100, &t->min_wave_pct, err);
+}
+
+/* Strict decimal integer in [min, max]. */
+
 int vg_sim_config_from_env(struct vg_sim_config *cfg, struct vg_err *err) {
   memset(cfg, 0, sizeof(*cfg));
-  uint64_t devices = 1, sms = DEFAULT_SMS, wave_us = DEFAULT_WAVE_US, ctx = 0;
+  uint64_t devices = 1, ctx = 0;
+  struct timing t;
   if (read_uint("VGPU_SIM_DEVICES", 1, VG_SIM_MAX_DEVICES, &devices, err) != 0) return -1;
-  if (read_uint("VGPU_SIM_SMS", 1, 1024, &sms, err) != 0) return -1;
-  if (read_uint("VGPU_SIM_WAVE_US", 0, 60000000, &wave_us, err) != 0) return -1;
+  if (read_timing(&t, err) != 0) return -1;
   if (read_size("VGPU_SIM_CONTEXT_MEM", 0, &ctx, err) != 0) return -1;
   if (read_memory(cfg, err) != 0) return -1;
   if (read_name(cfg, err) != 0) return -1;
   cfg->devices = (uint32_t)devices;
-  cfg->sms = (uint32_t)sms;
-  cfg->wave_ns = wave_us * 1000;
+  cfg->sms = (uint32_t)t.sms;
+  cfg->wave_ns = t.wave_us * 1000;
+  cfg->launch_ns = t.launch_ns;
+  cfg->event_ns = t.event_ns;
+  cfg->sync_ns = t.sync_ns;
+  cfg->min_wave_pct = (uint32_t)t.min_wave_pct;
   cfg->context_mem = ctx;
   return 0;
 }

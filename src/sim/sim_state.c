@@ -42,7 +42,9 @@ static int init_state(void *base, size_t size, void *arg, struct vg_err *err) {
 
 static bool config_equal(const struct vg_sim_config *a, const struct vg_sim_config *b) {
   if (a->devices != b->devices || a->sms != b->sms || a->context_mem != b->context_mem ||
-      a->wave_ns != b->wave_ns || strcmp(a->name, b->name) != 0)
+      a->wave_ns != b->wave_ns || a->launch_ns != b->launch_ns || a->event_ns != b->event_ns ||
+      a->sync_ns != b->sync_ns || a->min_wave_pct != b->min_wave_pct ||
+      strcmp(a->name, b->name) != 0)
     return false;
   for (unsigned i = 0; i < a->devices; i++)
     if (a->memory[i] != b->memory[i]) return false;

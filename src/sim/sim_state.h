@@ -33,7 +33,7 @@
 #include "shmfile.h"
 
 #define VG_SIM_MAGIC 0x4d495356u /* "VSIM" little-endian */
-#define VG_SIM_VERSION_MAJOR 2
+#define VG_SIM_VERSION_MAJOR 3
 #define VG_SIM_VERSION_MINOR 0
 #define VG_SIM_MAX_DEVICES 16
 #define VG_SIM_MAX_PROCS 1024
@@ -61,6 +61,13 @@ struct vg_sim_config {
   uint64_t memory[VG_SIM_MAX_DEVICES];
   uint64_t context_mem;
   uint64_t wave_ns;
+  /* The driver's own timing (docs/simulator.md, "Timing profiles"): what a
+   * launch call costs the host, the GPU time an event record takes on its
+   * stream, how late a synchronize wakes after the work ends, and the least
+   * share of a wave's time a thinly filled wave takes (0: every wave takes
+   * the whole wave time, the "ideal" profile). */
+  uint64_t launch_ns, event_ns, sync_ns;
+  uint32_t min_wave_pct, pad;
   char name[VG_SIM_NAME_LEN];
 };
 
