@@ -240,17 +240,24 @@ json_parts=()
 
 burn_timeout() { calc "printf \"%d\", $1 + 60"; }
 
-# Unlimited kernels/s per shape, measured once per invocation.
+# Unlimited kernels/s per shape, measured once per invocation: the faster
+# of two runs, since a busy machine only ever slows a run (and a slow
+# unlimited run inflates every ratio of its shape).
 declare -A unlimited=()
 measure_unlimited() {
-  local shape=$1 out
+  local shape=$1 out try kps
   [ -z "${unlimited[$shape]:-}" ] || return 0
-  fresh "unl-$shape"
-  out=$f
-  shape_setup "$shape"
-  burn "$out" "$out.state" "$out.cache" "" "$(burn_timeout "$seconds + $warmup")" \
-    --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
-  unlimited[$shape]=$(json_num "$out" kernels_per_s)
+  for try in 1 2; do
+    fresh "unl-$shape"
+    out=$f
+    shape_setup "$shape"
+    burn "$out" "$out.state" "$out.cache" "" "$(burn_timeout "$seconds + $warmup")" \
+      --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
+    kps=$(json_num "$out" kernels_per_s)
+    if [ -z "${unlimited[$shape]:-}" ] || calc "exit !($kps > ${unlimited[$shape]})"; then
+      unlimited[$shape]=$kps
+    fi
+  done
   grid_of[$shape]=$(json_num "$out" grid)
   block_of[$shape]=$(json_num "$out" block)
   kernel_ms[$shape]=$(calc "printf \"%.3g\", 1000 / ${unlimited[$shape]}")

@@ -208,13 +208,16 @@ static void bad_config(void) {
 static void test_bad_config(void **state) {
   (void)state;
   static const char *const cases[][2] = {
-      {"VGPU_SIM_DEVICES", "abc"},  {"VGPU_SIM_DEVICES", "17"},
-      {"VGPU_SIM_DEVICES", "0"},    {"VGPU_SIM_DEVICES", "-1"},
-      {"VGPU_SIM_MEMORY", "1Gx"},   {"VGPU_SIM_MEMORY", "-5"},
-      {"VGPU_SIM_MEMORY", "1k"},    {"VGPU_SIM_MEMORY_0", "lots"},
-      {"VGPU_SIM_SMS", "0"},        {"VGPU_SIM_SMS", "12x"},
-      {"VGPU_SIM_WAVE_US", "fast"}, {"VGPU_SIM_CONTEXT_MEM", "300q"},
-      {"VGPU_SIM_NAME", ""},        {"VGPU_SIM_FAIL_ALLOC_AFTER", "x1"},
+      {"VGPU_SIM_DEVICES", "abc"},   {"VGPU_SIM_DEVICES", "17"},
+      {"VGPU_SIM_DEVICES", "0"},     {"VGPU_SIM_DEVICES", "-1"},
+      {"VGPU_SIM_MEMORY", "1Gx"},    {"VGPU_SIM_MEMORY", "-5"},
+      {"VGPU_SIM_MEMORY", "1k"},     {"VGPU_SIM_MEMORY_0", "lots"},
+      {"VGPU_SIM_SMS", "0"},         {"VGPU_SIM_SMS", "12x"},
+      {"VGPU_SIM_WAVE_US", "fast"},  {"VGPU_SIM_CONTEXT_MEM", "300q"},
+      {"VGPU_SIM_NAME", ""},         {"VGPU_SIM_FAIL_ALLOC_AFTER", "x1"},
+      {"VGPU_SIM_TIMING", "h300"},   {"VGPU_SIM_TIMING", ""},
+      {"VGPU_SIM_LAUNCH_NS", "3us"}, {"VGPU_SIM_EVENT_NS", "-1"},
+      {"VGPU_SIM_SYNC_NS", "1e3"},   {"VGPU_SIM_MIN_WAVE_PCT", "101"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char var[128];

@@ -174,11 +174,76 @@ static void test_free_kernels(void **state) {
   sim_run(free_kernels, env);
 }
 
+/* VGPU_SIM_TIMING=h200 (src/sim/sim_config.c has the figures): a full
+ * wave of the big shape takes 81 us, a thin one (4 blocks of 64 threads)
+ * 10 % of that, an event record 1.5 us of the stream's time -- so behind
+ * other work the span from an event to one after a small kernel is that
+ * kernel and one event, and two events back to back span one event. */
+#define US 1000ull
+static float span_us(CUevent a, CUevent b) {
+  float ms = 0;
+  OK(cuEventElapsedTime(&ms, a, b));
+  return ms * 1000.0f;
+}
+
+static void h200_timing(void) {
+  sim_primary(0);
+  CUfunction f = load_kernel();
+  CUevent ev[4];
+  for (int i = 0; i < 4; i++) OK(cuEventCreate(&ev[i], 0));
+  OK(cuLaunchKernel(f, 132 * 32 * 8, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL)); /* 32 waves */
+  OK(cuEventRecord(ev[0], NULL));
+  OK(cuEventRecord(ev[1], NULL));
+  OK(cuLaunchKernel(f, 4, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL)); /* small */
+  OK(cuEventRecord(ev[2], NULL));
+  OK(cuLaunchKernel(f, 132 * 32, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL)); /* big */
+  OK(cuEventRecord(ev[3], NULL));
+  OK(cuEventSynchronize(ev[3]));
+  float event = span_us(ev[0], ev[1]), small = span_us(ev[1], ev[2]), big = span_us(ev[2], ev[3]);
+  CHECK(event > 1.49f && event < 1.51f);
+  CHECK(small > 9.59f && small < 9.61f); /* 8.1 + 1.5 */
+  CHECK(big > 325.4f && big < 325.6f);   /* 4 x 81 + 1.5 */
+  /* a launch call spends 3.2 us of the host's time */
+  uint64_t t0 = sim_now_ns();
+  for (int i = 0; i < 100; i++) OK(cuLaunchKernel(f, 4, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL));
+  CHECK(sim_now_ns() - t0 >= 320 * US);
+  OK(cuCtxSynchronize());
+}
+
+static void test_h200_timing(void **state) {
+  (void)state;
+  const char *env[] = {"VGPU_SIM_TIMING=h200", NULL};
+  sim_run(h200_timing, env);
+}
+
+/* VGPU_SIM_SYNC_NS: a synchronize that waits wakes that much after the
+ * work ends; one on finished work returns at once. */
+static void sync_wakeup(void) {
+  sim_primary(0);
+  CUfunction f = load_kernel();
+  uint64_t t0 = sim_now_ns();
+  OK(cuLaunchKernel(f, 20, 1, 1, 1024, 1, 1, 0, NULL, NULL, NULL)); /* 2 ms */
+  OK(cuCtxSynchronize());
+  uint64_t waited = sim_now_ns() - t0;
+  CHECK(waited >= 32 * MS && waited < 3000 * MS);
+  t0 = sim_now_ns();
+  OK(cuCtxSynchronize());
+  CHECK(sim_now_ns() - t0 < 25 * MS);
+}
+
+static void test_sync_wakeup(void **state) {
+  (void)state;
+  const char *env[] = {"VGPU_SIM_SMS=10", "VGPU_SIM_WAVE_US=2000", "VGPU_SIM_SYNC_NS=30000000",
+                       NULL};
+  sim_run(sync_wakeup, env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wave_time),    cmocka_unit_test(test_stream_sync),
       cmocka_unit_test(test_backpressure), cmocka_unit_test(test_two_processes_serialise),
-      cmocka_unit_test(test_free_kernels),
+      cmocka_unit_test(test_free_kernels), cmocka_unit_test(test_h200_timing),
+      cmocka_unit_test(test_sync_wakeup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
