@@ -47,6 +47,7 @@ static struct spare g_spare[SPARE];
 static unsigned g_nspare;
 static uint64_t g_overhead[OVERHEAD_WINDOW]; /* recent pre -> start spans */
 static unsigned g_noverhead;
+static uint64_t g_overhead_ns; /* the least of them, kept off the launch path */
 
 static bool same(const struct vg_shape *a, const struct vg_shape *b) {
   return a->object == b->object && a->blocks == b->blocks && a->threads == b->threads;
@@ -90,14 +91,15 @@ static void learn(struct shape_stat *s, uint64_t span, uint64_t overhead) {
   s->samples++;
   s->span_ns = least_of(s->recent, s->samples < WINDOW ? s->samples : WINDOW);
   g_overhead[g_noverhead++ % OVERHEAD_WINDOW] = overhead;
+  g_overhead_ns =
+      least_of(g_overhead, g_noverhead < OVERHEAD_WINDOW ? g_noverhead : OVERHEAD_WINDOW);
 }
 
 /* What a submission of shape s costs: its span less one event's own time,
  * but at least half the span -- a kernel shorter than an event is charged
  * something rather than nothing. 0 while nothing is known. Lock held. */
 static uint64_t cost_of(const struct shape_stat *s) {
-  unsigned n = g_noverhead < OVERHEAD_WINDOW ? g_noverhead : OVERHEAD_WINDOW;
-  uint64_t overhead = n > 0 ? least_of(g_overhead, n) : 0;
+  uint64_t overhead = g_overhead_ns;
   if (overhead > s->span_ns / 2) overhead = s->span_ns / 2;
   return s->span_ns - overhead;
 }
