@@ -44,6 +44,11 @@
   X(cuStreamCreate)               \
   X(cuStreamDestroy_v2)           \
   X(cuStreamSynchronize)          \
+  X(cuEventCreate)                \
+  X(cuEventRecord)                \
+  X(cuEventSynchronize)           \
+  X(cuEventElapsedTime)           \
+  X(cuEventDestroy_v2)            \
   X(cuLaunchKernel)
 
 /* Newer than some drivers still in use (CUDA 11.8): NULL when absent, and

@@ -6,7 +6,9 @@
 #   machine.txt  what the machine is (GPU, driver, kernel, Python packages)
 #   run.log      tests/gpu/run.sh: the isolation checks and the SM table
 #   bench.log    bench/run-hook-bench.sh --real: hook and launch cost on
-#                NVIDIA's driver, with and without libvgpu, in one run
+#                NVIDIA's driver, with and without libvgpu, in one run; and
+#                vgpu-bench-timing: the driver's event, kernel and round-trip
+#                times, to set against the simulator's h200 profile
 #   probe.log    what NVML and nvidia-smi report for a process that
 #                libvgpu charged a known amount (the node agent's backstop
 #                compares the two), and the sliced views under the preload
@@ -53,6 +55,10 @@ run_benchmarks() {
   timeout 60 bash bench/run-hook-bench.sh --real --runs 3 --alloc-iters 5000
   echo
   timeout 45 bash bench/run-hook-bench.sh --real --launch --runs 3 --iters 50000
+  echo
+  echo "vgpu-bench-timing on NVIDIA's driver (the simulator's h200 profile: event 1500 ns,"
+  echo "small kernel 8100 ns, big 324000 ns, launch call 3200 ns; src/sim/sim_config.c)"
+  timeout 30 "$build/bin/vgpu-bench-timing" --json
 }
 
 # wait_for FILE PATTERN PID : up to 30 s for PATTERN to appear in FILE,
@@ -196,7 +202,7 @@ fi
 # is new is seen first (the benchmarks are comparisons already on record).
 describe_machine >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
-timeout 330 bash tests/gpu/run.sh 2>&1 | tee "$out/run.log"
+timeout 360 bash tests/gpu/run.sh 2>&1 | tee "$out/run.log"
 timeout 90 bash "${BASH_SOURCE[0]}" --probes "$out" >"$out/probe.log" 2>&1
 cat "$out/probe.log"
 run_benchmarks 2>&1 | tee "$out/bench.log"

@@ -6,6 +6,7 @@
 # each limit; achieved = limited rate / unlimited rate x 100. Workloads:
 #   burn-big    build/bin/vgpu-burn --shape big   (SMs x 32 blocks of 256: full device, long)
 #   burn-small  build/bin/vgpu-burn --shape small (4 blocks of 64: short)
+#   burn-mix    build/bin/vgpu-burn --shape mix   (big and small in turn)
 #   torch       an N x N float32 matmul loop in PyTorch (iterations/s)
 # Every run gets a fresh region file (CUDA_DEVICE_MEMORY_SHARED_CACHE) and the
 # real driver only. It prints one table (workload, limit, rate, unlimited,
@@ -17,7 +18,7 @@
 # fails.
 #
 # usage: bash tests/gpu/sm-accuracy.sh [--quick] [--strict] [--limits L,..]
-#          [--workloads burn-big,burn-small,torch] [--seconds S] [--json FILE]
+#          [--workloads burn-big,burn-small,burn-mix,torch] [--seconds S] [--json FILE]
 # env:   VGPU_BUILD_DIR (default build); VGPU_MM_N (matmul size, default 4096);
 #        VGPU_GPU_SM_SIM=1 runs the vgpu-burn rows on the simulator instead
 #        (build/sim), to check this script on a machine without a GPU.
@@ -29,7 +30,7 @@ usage() {
   sed -n 's/^# \{0,1\}//; /^usage:/,/^$/p' "${BASH_SOURCE[0]}" | sed '/^$/q'
 }
 
-quick=0 strict=0 limits="10,30,50,90" workloads="burn-big,burn-small,torch" seconds="" json_file=""
+quick=0 strict=0 limits="10,30,50,90" workloads="burn-big,burn-small,burn-mix,torch" seconds="" json_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -63,8 +64,8 @@ for l in "${limit_list[@]}"; do
   fi
 done
 for w in "${workload_list[@]}"; do
-  case "$w" in burn-big | burn-small | torch) ;; *)
-    echo "sm-accuracy: --workloads: unknown workload '$w' (burn-big, burn-small, torch)" >&2
+  case "$w" in burn-big | burn-small | burn-mix | torch) ;; *)
+    echo "sm-accuracy: --workloads: unknown workload '$w' (burn-big, burn-small, burn-mix, torch)" >&2
     exit 2
     ;;
   esac
@@ -170,7 +171,7 @@ EOF
 rate() {
   local w=$1 limit=$2 out=$3
   case "$w" in
-    burn-big | burn-small)
+    burn-big | burn-small | burn-mix)
       run_limited "$out" "$limit" "$burn" --shape "${w#burn-}" --seconds "$seconds" \
         --warmup "$warmup" --json || return 1
       json_num "$out" kernels_per_s

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-PROGRAMS = ("vgpu-burn", "vgpu-bench-hook", "vgpu-bench-launch")
+PROGRAMS = ("vgpu-burn", "vgpu-bench-hook", "vgpu-bench-launch", "vgpu-bench-timing")
 MESSAGE = ("no NVIDIA driver found (libcuda.so.1 does not load: ",
            "); on a machine without a GPU run it under 'vgpu run --sim'")
 FAILURES = []
