@@ -158,7 +158,7 @@ static void refused(const char *text, const char *words) {
   assert_int_equal(vg_inv_parse(text, &inv, &err), -1);
   vg_inv_free(&inv);
   if (strstr(err.msg, words) == NULL)
-    fail_msg("\"%.200s\": \"%s\" lacks \"%s\"", text, err.msg, words);
+    fail_msg("\"%.200s\": \"%s\" lacks \"%s\"", text ? text : "(null)", err.msg, words);
 }
 
 /* A document around one GPU's fields, or one resource's. */
