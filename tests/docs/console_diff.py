@@ -24,6 +24,8 @@ MASKS = [
     (re.compile(r"^(\|\s+\d+\s+\S+\s+\S+)\s+\d+(?=\s+[CG]\s)"), r"\1 <pid>"),
     # nvidia-smi's first line: the date and time.
     (re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}$"), "<date>"),
+    # nvidia-smi's GPU-Util, measured by NVML, beside the Memory-Usage cell.
+    (re.compile(r"(MiB \|)\s+\d+%"), r"\1 <util>%"),
     # Utilisation measured by NVML or charged by the limiter: a percentage with a decimal.
     (re.compile(r"\b\d+\.\d%"), "<util>%"),
     # vgpu-burn's throughput: interval ends, kernel counts, rates and GFLOP/s.
