@@ -41,6 +41,11 @@ def check_man_page(prefix, prog, env, check):
     text = p.stdout.replace("\u2010", "-").replace("\u2212", "-")
     check(p.returncode == 0 and not p.stderr, "groff %s: exit %d, %s" % (page, p.returncode,
                                                                           p.stderr))
+    # As man shows it on an 80-column terminal, with groff's line-breaking warnings
+    # (`man -l --warnings`): a word too long to break or a line it cannot adjust.
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-rLL=78n", "-wbreak", page], env=env,
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and not p.stderr, "man %s at 80 columns warns: %s" % (page, p.stderr))
     check(re.search(r"^NAME\n\s+%s - \S" % re.escape(prog), text, re.M) is not None,
           "%s.1: no NAME line with a description:\n%s" % (prog, text[:300]))
     argv = [os.path.join(prefix, "bin", prog)]
