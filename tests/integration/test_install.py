@@ -79,6 +79,9 @@ def main():
         env = {k: v for k, v in os.environ.items()
                if k not in ("LD_LIBRARY_PATH", "VGPU_SIM_DIR", "VGPU_LIBRARY", "LD_PRELOAD")}
         env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = os.path.join(prefix, "region.cache")
+        # A simulated GPU of its own: the default /dev/shm state may be another build's, of
+        # another layout (a second checkout's tests, an e2e), which the simulator refuses.
+        env["VGPU_SIM_STATE"] = os.path.join(prefix, "sim.state")
         vgpu = os.path.join(prefix, "bin", "vgpu")
         p = subprocess.run([vgpu, "run", "--sim", "--memory", "200m", "--",
                             os.path.join(prefix, "bin", "vgpu-burn"), "--alloc", "1g", "--chunk",
