@@ -1,8 +1,10 @@
 # vgpu -- the two commands a user needs are `make demo` and `make test`.
-# CMake does the building; this file only sequences it.
-#   make           build/ (release with debug info)
-#   make asan      build-asan/ (AddressSanitizer + UBSan)
-#   make test      everything CI runs: both builds, both test suites, GPU tests (skip without a GPU), e2e,
+# CMake does the building (scripts/build.sh: Ninja, configured once); this file only sequences it.
+#   make           build/ (release with debug info): the programs only, after installing (as
+#                  root) only the packages the build needs (scripts/deps.sh --build)
+#   make asan      build-asan/ (AddressSanitizer + UBSan), test programs included
+#   make test      everything CI runs: both builds with the test programs (VGPU_BUILD_TESTS=ON) and
+#                  every package the tests need, both test suites, GPU tests (skip without a GPU), e2e,
 #                  the fuzz smoke, format; every stage runs, then one summary line (scripts/test-all.sh)
 #   make demo      vgpu on the simulated GPU in about 30 s: memory cap, compute cap, vgpu set, smi
 #   make install   PREFIX=/usr/local (DESTDIR too): programs, libvgpu.so, the simulated driver,
@@ -29,20 +31,27 @@
 #   make format    clang-format every C file
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install all build asan deps images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-kube bench-load soak fuzz fuzz-smoke format clean
+.PHONY: install all build build-tests asan deps deps-build images test test-release test-asan test-gpu e2e demo bench bench-callgrind bench-sm bench-allocate bench-steer bench-replay bench-extender bench-kube bench-load soak fuzz fuzz-smoke format clean
 
 all: build
 
+# Everything the tests, benchmarks and e2e need too (promtool, python3-grpcio, kubectl, ...).
 deps:
 	@bash scripts/deps.sh
 
-build: deps
-	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build build -j $(JOBS)
+# Only what the build needs: compiler, CMake, Ninja, the -dev libraries, help2man.
+deps-build:
+	@bash scripts/deps.sh --build
+
+build: deps-build
+	@JOBS=$(JOBS) bash scripts/build.sh build
+
+# build/ with the test programs too (make test's release stage); plain make keeps them after.
+build-tests: deps
+	@JOBS=$(JOBS) bash scripts/build.sh build -DVGPU_BUILD_TESTS=ON
 
 asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVGPU_SANITIZE=ON >/dev/null
-	@cmake --build build-asan -j $(JOBS)
+	@JOBS=$(JOBS) bash scripts/build.sh build-asan -DVGPU_SANITIZE=ON -DVGPU_BUILD_TESTS=ON
 
 # PREFIX (default /usr/local) and DESTDIR as usual: PREFIX/bin (vgpu, vgpu-burn, vgpu-sim, the
 # kubectl plugins, the daemons), PREFIX/lib/libvgpu.so, PREFIX/lib/vgpu-sim (the simulated driver,
@@ -52,7 +61,7 @@ PREFIX ?= /usr/local
 install: build
 	@cmake --install build --prefix "$(PREFIX)"
 
-test-release: build
+test-release: build-tests
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 test-asan: asan
@@ -65,7 +74,7 @@ test-gpu: build
 test:
 	@MAKE="$(MAKE)" bash scripts/test-all.sh
 
-e2e: build
+e2e: deps build
 	@bash tests/e2e/run.sh
 
 images: build
@@ -77,7 +86,7 @@ demo:
 
 # build-fuzz/: every target in tests/fuzz/ built with clang's libFuzzer, then fuzzed FUZZ_SECONDS
 # each (scripts/fuzz.sh). fuzz-smoke is `make test`'s fuzz stage: 10 s each by default.
-soak: build
+soak: deps build
 	@bash bench/soak.sh
 
 fuzz: deps
@@ -95,10 +104,10 @@ bench-callgrind: build
 bench-sm: build
 	@bash bench/sm-accuracy.sh
 
-bench-allocate: build
+bench-allocate: deps build
 	@/usr/bin/python3 bench/allocate_latency.py
 
-bench-steer: build
+bench-steer: deps build
 	@/usr/bin/python3 bench/steer_latency.py
 
 bench-replay: build
@@ -111,7 +120,7 @@ bench-extender: build
 KUBE_BENCH_NODES ?= 100 400
 KUBE_BENCH_SEEDS ?= 42-44
 KUBE_BENCH_TRACE ?= default
-bench-kube: build
+bench-kube: deps build
 	@for n in $(KUBE_BENCH_NODES); do \
 	  bash bench/kube-replay.sh --nodes $$n --seeds $(KUBE_BENCH_SEEDS) --trace $(KUBE_BENCH_TRACE) || exit 1; \
 	done

@@ -18,7 +18,8 @@
 # "se" is the standard error of the mean per-seed difference to FGD (the same
 # seed, so the same order and pod list, under both policies).
 # The trace folder is $VGPU_TRACE_DIR (or $DATA), else
-# ../shared/data/alibaba-gpu-v2023 next to the repository.
+# ../shared/data/alibaba-gpu-v2023 next to the repository, else the synthetic
+# sample in bench/sample-trace (bench/trace_dir.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/trace_dir.sh

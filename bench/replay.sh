@@ -7,7 +7,8 @@
 #   bash bench/replay.sh                      all traces, all policies
 #   TRACES="default" POLICIES="fgd" bash bench/replay.sh
 # The trace folder is $VGPU_TRACE_DIR (or $DATA), else
-# ../shared/data/alibaba-gpu-v2023 next to the repository.
+# ../shared/data/alibaba-gpu-v2023 next to the repository, else the synthetic
+# sample in bench/sample-trace (bench/trace_dir.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/trace_dir.sh
@@ -18,8 +19,9 @@ BIN=build/bin/vgpu-replay
 POLICIES=${POLICIES:-$("$BIN" --help | sed -n 's/^  policies: \(.*\) (default.*/\1/p')}
 TRACES=${TRACES:-$(ls "$DATA" | sed -n 's/^openb_pod_list_\(.*\)\.csv$/\1/p' | sort)}
 
-# The paper's artifact results (mean of 10 seeds at arrived = 100 %).
+# The paper's artifact results (mean of 10 seeds at arrived = 100 %); none for the synthetic sample.
 paper() {
+  [ "$SAMPLE_TRACE" = 0 ] || { echo "-"; return; }
   case "$1/$2" in
     default/bestfit) echo 7.14 ;; default/fgd) echo 4.77 ;;
     gpushare40/bestfit) echo 8.56 ;; gpushare40/fgd) echo 6.04 ;;

@@ -102,10 +102,18 @@ below 2 "$gain" || fail "after vgpu set --cores 80 the job ran only $gain times 
 echo "   ok: after vgpu set --cores 80 the job runs $gain times as fast"
 
 say "4. nvidia-smi in the slice: a 16 GiB GPU, seen under --memory 4g"
+# GPU-Util is NVML's, the whole GPU's over the last second (as nvidia-smi shows it in any
+# container): step 3's job ended a moment ago, so wait until its kernels have left that
+# window; else the idle slice would show that job's 75 %.
+for _ in $(seq 30); do
+  "$vgpu" smi --sim | grep -q 'MiB |      0%' && break
+  sleep 0.1
+done
 echo "\$ vgpu run --sim --memory 4g -- vgpu smi"
 "$vgpu" run -q --sim --memory 4g -- "$vgpu" smi >"$work/smi.out" 2>&1 || { cat "$work/smi.out"; fail "vgpu smi failed"; }
 cat "$work/smi.out"
-grep -q '|      0MiB /  4096MiB |' "$work/smi.out" || fail "vgpu smi does not show the 4096 MiB slice"
+grep -q '|      0MiB /  4096MiB |      0%' "$work/smi.out" ||
+  fail "vgpu smi does not show the idle 4096 MiB slice"
 echo "   ok: the slice is 4096MiB; the node sees $("$vgpu" smi --sim | grep -o '[0-9]*MiB / [0-9]*MiB' | head -n 1)"
 echo
 echo "demo: all steps behaved as expected"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, when run as root;
 # otherwise prints the exact apt-get line and fails. With --build, only those the build needs
-# (images/Dockerfile's build stage). With other arguments, installs those packages instead
+# (`make`, `make demo`, `make install`, images/Dockerfile's build stage): none of them runs a
+# service. Without arguments also the tests' (`make test`, `make asan`, the benchmarks), among
+# them prometheus for promtool. With other arguments, installs those packages instead
 # (scripts/e2e/deps.sh passes the end-to-end cluster's, images/build.sh mmdebstrap and umoci).
 set -euo pipefail
 
-build=(build-essential cmake pkg-config libcmocka-dev
+build=(build-essential cmake ninja-build pkg-config
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler protobuf-compiler-grpc
   libjson-c-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev
   help2man)  # help2man: the man pages, made from each program's --help (man/)
@@ -14,8 +16,9 @@ if [ "${1:-}" = --build ] && [ $# -eq 1 ]; then
 elif [ $# -gt 0 ]; then
   packages=("$@")
 else
-  packages=("${build[@]}" python3-grpcio python3-protobuf
-  prometheus python3-yaml groff-base clang libclang-rt-dev)  # promtool checks the metrics;
+  packages=("${build[@]}" libcmocka-dev python3-grpcio python3-protobuf
+  prometheus python3-yaml groff-base clang libclang-rt-dev)  # cmocka: the test programs;
+  # promtool checks the metrics;
   # python3-yaml reads rendered manifests; groff renders the installed man pages (test_install);
   # clang's libFuzzer runtime (libclang-rt-dev, only recommended by clang) for make fuzz-smoke
   # kubectl (for `kubectl kustomize` in tests/deploy): Debian's kubernetes-client, unless a kubectl

@@ -4,7 +4,11 @@
  * nvidia-smi and monitoring agents read memory through NVML, not CUDA. For a
  * GPU with a container limit we report the same numbers cuMemGetInfo does:
  * total = limit, used = what the container's processes are charged, free =
- * the rest (never negative; never more than is physically free). The GPU is
+ * the rest (never negative; never more than is physically free). Without a
+ * limit the total is the whole GPU's, but used is still the container's own
+ * charge: a neighbour's memory is not the tenant's business, any more than
+ * its processes are (a `vgpu run` without --memory, a pod with only a
+ * compute share). The GPU is
  * matched to the region by UUID, so NVML indices and CUDA ordinals may
  * differ without mixing up devices. A GPU outside the node agent's
  * assignment is not listed at all (hook_nvml_devices.c); a handle to one
@@ -26,19 +30,17 @@ static int entry_for(nvmlDevice_t device, unsigned long long total) {
   return vg_state_device_by_uuid(uuid, total, (int)index);
 }
 
-/* Rewrites total/free/used for region entry dev; false if unlimited. */
-static bool virtual_view(int dev, unsigned long long *total, unsigned long long *free,
+/* Rewrites total/free/used for region entry dev: the container's view. */
+static void virtual_view(int dev, unsigned long long *total, unsigned long long *free,
                          unsigned long long *used) {
   struct vg_region *r = vg_region_of(&vg_state.shm);
   uint64_t limit = vg_state_mem_limit(dev);
-  if (limit == 0) return false;
   uint64_t charged = vg_region_mem_used(r, dev);
-  uint64_t size = limit < *total ? limit : *total;
+  uint64_t size = limit != 0 && limit < *total ? limit : *total;
   uint64_t left = charged >= size ? 0 : size - charged;
   *free = left < *free ? left : *free;
   *used = charged;
   *total = size;
-  return true;
 }
 
 VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
@@ -64,7 +66,9 @@ VG_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   /* The slice has no driver-reserved part: total = free + used. */
-  if (dev >= 0 && virtual_view(dev, &memory->total, &memory->free, &memory->used))
+  if (dev >= 0) {
+    virtual_view(dev, &memory->total, &memory->free, &memory->used);
     memory->reserved = 0;
+  }
   return rc;
 }

@@ -3,13 +3,15 @@
  *
  * The driver lists every process on the GPU, the neighbours' included; a
  * tenant must not see other tenants' processes, and nvidia-smi in the
- * container should show the slice's own, as on a GPU of its own. For a GPU
- * with a container memory limit the list is therefore the container's
- * region file: every live process charged on that GPU, under the pid it
- * recorded (its pid in the container's namespace, the caller's too), with
- * the bytes it is charged. MIG instance ids are "not available", as NVML
- * reports them off MIG. A GPU outside the node agent's assignment is
- * refused, as hook_nvml.c does; a GPU without a limit passes through.
+ * container should show the slice's own, as on a GPU of its own. The list
+ * is therefore the container's region file: every live process charged on
+ * that GPU, under the pid it recorded (its pid in the container's
+ * namespace, the caller's too), with the bytes it is charged -- with or
+ * without a memory limit (a `vgpu run` without --memory, a pod with only a
+ * compute share is a container too). MIG instance ids are "not available",
+ * as NVML reports them off MIG. A GPU outside the node agent's assignment is
+ * refused, as hook_nvml.c does; only without a region (libvgpu could not
+ * set up its state) does the driver's list pass through.
  * Listing only looks: unlike the memory queries it registers no GPU and
  * applies none of the lister's limit variables, so `vgpu status` or a
  * monitoring agent in the container never undoes a `vgpu set`.
@@ -29,18 +31,14 @@
 enum view { PASS, REFUSE, OWN };
 
 /* How to answer for device; the region entry in *dev when OWN (-1: the
- * container's limit is not in the region yet, nor anything charged). Only
+ * region has no entry for the GPU yet, so nothing is charged there). Only
  * looks: a listing registers nothing and applies no limit. */
 static enum view view_of(nvmlDevice_t device, int *dev) {
   char uuid[VG_UUID_LEN];
-  unsigned index = 0;
-  if (VG_NV(nvmlDeviceGetUUID, device, uuid, sizeof(uuid)) != NVML_SUCCESS ||
-      VG_NV(nvmlDeviceGetIndex, device, &index) != NVML_SUCCESS)
+  if (!vg_state_ready() || VG_NV(nvmlDeviceGetUUID, device, uuid, sizeof(uuid)) != NVML_SUCCESS)
     return PASS;
   *dev = vg_state_find_by_uuid(uuid);
-  if (*dev == VG_STATE_NOT_ASSIGNED) return REFUSE;
-  if (*dev < 0) return vg_state_configures_mem(uuid, (int)index) ? OWN : PASS;
-  return vg_state_mem_limit(*dev) != 0 ? OWN : PASS;
+  return *dev == VG_STATE_NOT_ASSIGNED ? REFUSE : OWN;
 }
 
 struct own {

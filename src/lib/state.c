@@ -456,13 +456,6 @@ int vg_state_find_by_uuid(const char *uuid) {
   return vg_region_find_device(vg_region_of(&vg_state.shm), uuid);
 }
 
-bool vg_state_configures_mem(const char *uuid, int nvml_index) {
-  if (!vg_state_ready()) return false;
-  int ordinal = cuda_ordinal_of(uuid, nvml_index);
-  return ordinal >= 0 && ordinal < VG_MAX_DEVICES && vg_state.cfg.mem_set[ordinal] &&
-         vg_state.cfg.mem_limit[ordinal] != 0;
-}
-
 bool vg_state_join(void) { return joined(); }
 
 void vg_state_refresh_grant(void) {

@@ -74,9 +74,6 @@ int vg_state_device_by_uuid(const char *uuid, uint64_t mem_total, int nvml_index
  * neither registers the GPU nor applies this process's limits, so that
  * looking never rewrites a limit `vgpu set` changed. */
 int vg_state_find_by_uuid(const char *uuid);
-/* True if this process's configuration limits the memory of the GPU with
- * this UUID and NVML index (a limit not yet written to the region). */
-bool vg_state_configures_mem(const char *uuid, int nvml_index);
 
 /* The limits that apply on region entry dev: the region's, clamped to the
  * grant when there is one (a tenant may rewrite the region, never the

@@ -1,7 +1,7 @@
 /*
  * nvml_system.c -- system-wide NVML queries: driver versions, error strings.
  *
- * The simulator reports driver "580.00-vgpu-sim" (so logs show at a glance
+ * The simulator reports driver "580.00-sim" (so logs show at a glance
  * that no real GPU was involved) and CUDA driver version 13000, the same as
  * cuDriverGetVersion.
  */
@@ -10,7 +10,7 @@
 
 #include "nvml_internal.h"
 
-#define DRIVER_VERSION "580.00-vgpu-sim"
+#define DRIVER_VERSION "580.00-sim" /* as long as a real one: nvidia-smi's box is 79 wide */
 
 struct nv_error_text {
   nvmlReturn_t code;

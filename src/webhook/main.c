@@ -23,9 +23,28 @@
 
 #define RELOAD_CHECK_S 10
 
-static void usage(FILE *f) {
+/* The default resource list, ", "-joined and wrapped into the usage's
+ * right column: one unbroken 180-column word (or a few 50-column ones) is
+ * what man warns it cannot break or adjust in help2man's page of this. */
+static void wrap_names(char *out, size_t len) {
   char all[VG_ROLE_COUNT * VG_RESOURCE_NAME_MAX];
   vg_resource_names_join(NULL, ",", all, sizeof(all));
+  size_t at = 0, col = 22;
+  const char *sep = "";
+  out[0] = '\0';
+  for (char *save = NULL, *n = strtok_r(all, ",", &save); n && at < len;
+       n = strtok_r(NULL, ",", &save)) {
+    bool wrap = col + strlen(n) + 2 > 78;
+    int w = snprintf(out + at, len - at, wrap ? ",\n%22s%s" : "%s%s", wrap ? "" : sep, n);
+    at += (size_t)w;
+    col = wrap ? 22 + strlen(n) : col + (size_t)w;
+    sep = ", ";
+  }
+}
+
+static void usage(FILE *f) {
+  char all[VG_ROLE_COUNT * VG_RESOURCE_NAME_MAX + 256];
+  wrap_names(all, sizeof(all));
   fprintf(f,
           "usage: vgpu-webhook --tls-cert FILE --tls-key FILE [--listen ADDR:PORT]\n"
           "                    [--resources LIST] [--resource KEY=NAME]...\n"
@@ -37,8 +56,9 @@ static void usage(FILE *f) {
           "  --listen ADDR:PORT  IPv4 address and port (default 0.0.0.0:8443; 0 = any free port,\n"
           "                      printed as PORT n)\n"
           "  --resources LIST    comma list of the extended resources that send a pod to\n"
-          "                      vgpu-scheduler (default: every dialect's,\n"
-          "                      %s, with --resource's names)\n"
+          "                      vgpu-scheduler (default: every dialect's, with --resource's\n"
+          "                      names:\n"
+          "                      %s)\n"
           "  --resource KEY=NAME the name a resource was renamed to in the device plugin's\n"
           "                      configuration, KEY its key there (repeatable; %s)\n"
           "  --scheduler-user NAME\n"

@@ -70,12 +70,15 @@ write_runtime() {
 }
 
 # Two simulated GPUs of 8 GiB, created before any container starts so that
-# every process (host agents, containers) shares one device state.
+# every process (host agents, containers) shares one device state (whose
+# name, as the rest of its configuration, wins over the variables of later
+# processes). Named for their memory, not the simulator's default 16 GB.
 create_sim_state() {
   mkdir -p "$SIM_STATE_DIR"
   chmod 0777 "$SIM_STATE_DIR"
   LD_LIBRARY_PATH=$BUILD/sim VGPU_SIM_STATE=$SIM_STATE_DIR/state VGPU_SIM_DEVICES=2 \
-    VGPU_SIM_MEMORY=8g "$BUILD/bin/vgpu-sim" status >/dev/null
+    VGPU_SIM_MEMORY=8g VGPU_SIM_NAME="NVIDIA A100-SXM4-8GB (vgpu-sim)" \
+    "$BUILD/bin/vgpu-sim" status >/dev/null
   chmod 0666 "$SIM_STATE_DIR/state"
 }
 

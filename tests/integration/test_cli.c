@@ -415,14 +415,14 @@ static void test_status_without_nvml(void **s) {
   vg_env_cleanup(&env);
 }
 
-/* Every line of nvidia-smi's boxes is 79 columns wide (the version line
- * may overflow: the simulator's version is longer than a real driver's). */
+/* Every line of nvidia-smi's boxes is 79 columns wide, the version line
+ * included (the simulator's version is as long as a real driver's). */
 static void boxes_are_79_wide(const char *out) {
   char copy[sizeof(run.out)];
   snprintf(copy, sizeof(copy), "%s", out);
   int lines = 0;
   for (char *save, *l = strtok_r(copy, "\n", &save); l != NULL; l = strtok_r(NULL, "\n", &save)) {
-    if ((l[0] != '|' && l[0] != '+') || strstr(l, "NVIDIA-SMI") != NULL) continue;
+    if (l[0] != '|' && l[0] != '+') continue;
     if (strlen(l) != 79) fail_msg("%zu columns: '%s' in\n%s", strlen(l), l, out);
     lines++;
   }
@@ -439,7 +439,7 @@ static void test_smi_shows_slice(void **s) {
   assert_int_equal(vgpu(&env, "run", "--sim", "--memory", "5120m", "--", g_vgpu, "smi", NULL), 0);
   if (strstr(run.out, "|      0MiB /  5120MiB |") == NULL) fail_msg("smi output: %s", run.out);
   const char *const expect[] = {
-      "| NVIDIA-SMI 580.00-vgpu-sim   Driver Version: 580.00-vgpu-sim   CUDA Version: 13.0 |\n",
+      "| NVIDIA-SMI 580.00-sim   Driver Version: 580.00-sim   CUDA Version: 13.0     |\n",
       "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n",
       "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n",
       "|   0  NVIDIA A100-SXM...  N/A  | 00000000:10:00.0 N/A |                  N/A |\n",
@@ -497,6 +497,38 @@ static void test_smi_lists_the_slices_processes(void **s) {
   vg_env_cleanup(&env);
 }
 
+/* Issue 32: inside a plain `vgpu run` -- its own region, no memory limit --
+ * vgpu smi shows the container's view: the whole GPU as total but only the
+ * run's own memory and processes (none), not another run's job; with
+ * --memory the limit is the total; the node (no preload) sees the job. */
+static void test_run_shows_the_containers_view(void **s) {
+  (void)s;
+  struct vg_env env;
+  env_runs(&env);
+  vg_env_set(&env, "VGPU_SIM_MEMORY", "16g");
+  pid_t job = start_holder(&env, "20");
+  for (int i = 0; i < 400 && run_files(&env) < 1; i++) usleep(25000);
+  wait_used(&env, 100 * MiB);
+  unsigned long long pid = first_pid(&env);
+  char row[128];
+  snprintf(row, sizeof(row), "|    0   N/A  N/A %9llu      C   %-31s   100MiB |\n", pid,
+           "vgpu-burn");
+  assert_int_equal(vgpu(&env, "run", "-q", "--sim", "--", g_vgpu, "smi", NULL), 0);
+  if (strstr(run.out, "|      0MiB / 16384MiB |") == NULL) fail_msg("smi output: %s", run.out);
+  if (strstr(run.out, "No running processes found") == NULL || strstr(run.out, row) != NULL)
+    fail_msg("another run's process in the run's view:\n%s", run.out);
+  assert_int_equal(vgpu(&env, "run", "-q", "--sim", "--memory", "1g", "--", g_vgpu, "smi", NULL),
+                   0);
+  if (strstr(run.out, "|      0MiB /  1024MiB |") == NULL) fail_msg("smi output: %s", run.out);
+  assert_non_null(strstr(run.out, "No running processes found"));
+  assert_int_equal(vgpu(&env, "smi", "--sim", NULL), 0);
+  if (strstr(run.out, row) == NULL || strstr(run.out, "|    100MiB / 16384MiB |") == NULL)
+    fail_msg("the node does not see the job (%s) in\n%s", row, run.out);
+  kill(job, SIGTERM);
+  assert_int_equal(vg_wait(job), 0);
+  vg_env_cleanup(&env);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_sim_limits),
@@ -510,6 +542,7 @@ int main(void) {
       cmocka_unit_test(test_status_finds_the_run),
       cmocka_unit_test(test_smi_shows_slice),
       cmocka_unit_test(test_smi_lists_the_slices_processes),
+      cmocka_unit_test(test_run_shows_the_containers_view),
       cmocka_unit_test(test_status_measures_unlimited_burn),
       cmocka_unit_test(test_status_measures_limited_burn),
       cmocka_unit_test(test_status_without_nvml),

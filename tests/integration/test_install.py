@@ -41,6 +41,11 @@ def check_man_page(prefix, prog, env, check):
     text = p.stdout.replace("\u2010", "-").replace("\u2212", "-")
     check(p.returncode == 0 and not p.stderr, "groff %s: exit %d, %s" % (page, p.returncode,
                                                                           p.stderr))
+    # As man shows it on an 80-column terminal, with groff's line-breaking warnings
+    # (`man -l --warnings`): a word too long to break or a line it cannot adjust.
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-rLL=78n", "-wbreak", page], env=env,
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and not p.stderr, "man %s at 80 columns warns: %s" % (page, p.stderr))
     check(re.search(r"^NAME\n\s+%s - \S" % re.escape(prog), text, re.M) is not None,
           "%s.1: no NAME line with a description:\n%s" % (prog, text[:300]))
     argv = [os.path.join(prefix, "bin", prog)]
@@ -74,6 +79,9 @@ def main():
         env = {k: v for k, v in os.environ.items()
                if k not in ("LD_LIBRARY_PATH", "VGPU_SIM_DIR", "VGPU_LIBRARY", "LD_PRELOAD")}
         env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = os.path.join(prefix, "region.cache")
+        # A simulated GPU of its own: the default /dev/shm state may be another build's, of
+        # another layout (a second checkout's tests, an e2e), which the simulator refuses.
+        env["VGPU_SIM_STATE"] = os.path.join(prefix, "sim.state")
         vgpu = os.path.join(prefix, "bin", "vgpu")
         p = subprocess.run([vgpu, "run", "--sim", "--memory", "200m", "--",
                             os.path.join(prefix, "bin", "vgpu-burn"), "--alloc", "1g", "--chunk",

@@ -1,7 +1,8 @@
 /* test_nvml_procs.c -- NVML's process list in a container is the
  * container's own: two containers on one GPU each see their process alone,
  * with the bytes it is charged (nvidia-smi's Processes table), and keep
- * NVML's size protocol. A GPU without a limit shows the driver's list. */
+ * NVML's size protocol. A container without a memory limit sees its own
+ * (none here) all the same; only the node, without libvgpu, sees both. */
 #include <signal.h>
 
 #include "common.h"
@@ -62,16 +63,32 @@ static void test_each_container_sees_its_own(void **s) {
   region_used(&a, &limit);
   assert_int_equal(limit, 300 * MiB);
   sees_only(&b, pb, 50 * MiB);
-  /* Without a limit the GPU is not a slice: the driver's list, both. */
-  struct vg_env node;
-  env_neighbour(&node, &a);
+  /* A container without a memory limit (a third region) is a container
+   * too: none of the neighbours' processes, nor their memory (issue 32). */
+  struct vg_env third, node;
+  env_neighbour(&third, &a);
+  run_probe(&third, &run, "procs", NULL, NULL, NULL, NULL);
+  assert_int_equal(json_num(run.out, "rc3"), 0);
+  assert_int_equal(json_num(run.out, "count3"), 0);
+  assert_int_equal(json_num(run.out, "count1"), 0);
+  run_probe(&third, &run, "meminfo", NULL, NULL, NULL, NULL);
+  assert_int_equal(json_num(run.out, "nvml_total"), 4096 * MiB);
+  assert_int_equal(json_num(run.out, "nvml_used"), 0);
+  assert_int_equal(json_num(run.out, "nvml2_used"), 0);
+  /* The node, without libvgpu, gets the driver's list: both. */
+  vg_env_init(&node, false);
+  vg_env_set(&node, "VGPU_SIM_MEMORY", "4g");
+  vg_env_set(&node, "VGPU_SIM_STATE", a.state);
   run_probe(&node, &run, "procs", NULL, NULL, NULL, NULL);
   assert_int_equal(json_num(run.out, "count3"), 2);
+  run_probe(&node, &run, "meminfo", NULL, NULL, NULL, NULL);
+  assert_true(json_num(run.out, "nvml_used") >= 150 * MiB);
   kill(pa, SIGKILL);
   kill(pb, SIGKILL);
   vg_wait(pa);
   vg_wait(pb);
   vg_env_cleanup(&node);
+  vg_env_cleanup(&third);
   vg_env_cleanup(&b);
   vg_env_cleanup(&a);
 }

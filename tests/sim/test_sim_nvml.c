@@ -71,7 +71,7 @@ static void identity(void) {
   CHECK(strcmp(pci.busIdLegacy, "0000:11:00.0") == 0);
   char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
   NV_OK(nvmlSystemGetDriverVersion(version, sizeof(version)));
-  CHECK(strcmp(version, "580.00-vgpu-sim") == 0);
+  CHECK(strcmp(version, "580.00-sim") == 0);
   CHECK_NV(nvmlSystemGetDriverVersion(version, 4), NVML_ERROR_INSUFFICIENT_SIZE);
   int cuda = 0;
   NV_OK(nvmlSystemGetCudaDriverVersion(&cuda));
