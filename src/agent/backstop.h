@@ -70,7 +70,8 @@ void vg_backstop_free(struct vg_backstop *b);
 
 /* One pass: the GPUs (NVML index order, as vg_gpu_usage_read gives them)
  * and the containers listed. Reads NVML's processes, judges, and reports or
- * evicts what newly went over. Returns how many containers are over. */
+ * evicts what newly went over; judges compute too (backstop_compute.h).
+ * Returns how many containers are over their memory grant. */
 int vg_backstop_pass(struct vg_backstop *b, const struct vg_gpu_usage *gpus, unsigned ngpus,
                      const struct vg_backstop_ctr *ctrs, size_t nctrs);
 
