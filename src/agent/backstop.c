@@ -68,7 +68,7 @@ static int slot_of(void *arg, uint32_t pid, char slot[17]) {
 }
 
 /* The container's grant on uuid, read from its slot (which only the agent
- * writes); NULL when it has none there. */
+ * writes); false when it has none there. */
 static bool load_grant(const struct vg_backstop *b, const char *slot, const char *uuid,
                        struct vg_grant_gpu *out) {
   char dir[sizeof(b->slots_dir) + 32];

@@ -193,7 +193,7 @@ static void fake_grant(void *arg, const char *slot, const char *uuid, unsigned *
 static void feed(unsigned gpu, int rc, const struct vg_gpu_util_sample *s, unsigned n) {
   fake.rc[gpu] = rc;
   fake.n[gpu] = n;
-  memcpy(fake.s[gpu], s, n * sizeof(*s));
+  if (n > 0) memcpy(fake.s[gpu], s, n * sizeof(*s));
 }
 
 static struct vg_compute *compute_for_test(unsigned sustain_s) {
