@@ -546,6 +546,42 @@ static void test_backstop_compute(void **state) {
   vg_wait(free_run);
 }
 
+/* A driver that does not measure per-process utilisation
+ * (NVML_ERROR_NOT_SUPPORTED; the simulator's VGPU_SIM_PROCESS_UTILIZATION):
+ * the agent says so once per GPU in the log and with
+ * vgpu_gpu_compute_judged 0, and judges no compute there, even with
+ * --compute-sustain 0 and a process of pod c (30 %) running kernels
+ * without libvgpu. */
+static void test_backstop_compute_unsupported(void **state) {
+  struct setup *s = *state;
+  const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", "--compute-sustain",
+                        "0",         NULL};
+  memcpy(s->extra_args, args, sizeof(args));
+  vg_env_set(&s->env, "VGPU_SIM_PROCESS_UTILIZATION", "unsupported");
+  char kubeconfig[500], u0[128], u1[128];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  char cdir[600], ddir[600];
+  int port = two_pods(s, 1000 * MIB, 30, 1000 * MIB, u0, u1, cdir, ddir);
+  vg_env_unset(&s->env, "VGPU_SIM_PROCESS_UTILIZATION"); /* the burn's own NVML is not asked */
+  pid_t over = burn_in_slot(s, u1, cdir, "--seconds 60");
+  if (over < 0) skip();
+  assert_true(wait_log(s, "does not measure per-process utilisation on GPU", 5));
+  usleep(2500000); /* passes while it runs */
+  const char *m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_gpu_compute_judged", "gpu=\"0\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_gpu_compute_judged", "gpu=\"1\"", NULL), 0);
+  assert_null(strstr(m, "\nvgpu_container_gpu_sm_nvml_ratio{"));
+  assert_null(strstr(m, "\nvgpu_container_compute_over_grant{"));
+  assert_int_equal(sample(m, "vgpu_backstop_compute_detections_total", NULL), 0);
+  static char log[1 << 16];
+  plugin_log(s, log, sizeof(log));
+  int said = 0;
+  for (const char *p = log; (p = strstr(p, "does not measure per-process")) != NULL; p++) said++;
+  assert_int_equal(said, 2); /* once per GPU, not once per pass */
+  kill(over, SIGTERM);
+  vg_wait(over);
+}
+
 static void test_bad_metrics_address(void **state) {
   struct setup *s = *state;
   static const char *const bad[][2] = {{"nonsense", "not ADDR:PORT"},
@@ -575,6 +611,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unaccounted_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backstop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backstop_compute, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backstop_compute_unsupported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
