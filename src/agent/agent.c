@@ -192,7 +192,9 @@ static void start_audit(struct vg_agent *a, const struct vg_agent_opts *o) {
                              o->audit_interval_s * 1000,
                              a->k8s,
                              o->backstop_policy,
-                             NULL};
+                             NULL,
+                             o->compute_tolerance,
+                             o->compute_sustain_s};
   struct vg_err err;
   a->audit = vg_audit_new(&ao, &err);
   if (a->audit == NULL || vg_audit_start(a->audit, &err) != 0) {

@@ -34,6 +34,8 @@ struct vg_agent_opts {
   uint64_t audit_tolerance;        /* bytes a GPU may hold beyond what regions account for */
   unsigned audit_grace_s;          /* a slot younger than this is never called unenforced */
   enum vg_backstop_policy backstop_policy; /* a container over its grant: report or evict */
+  unsigned compute_tolerance;              /* points a container may use above its compute grant */
+  unsigned compute_sustain_s;              /* ... for this long before the backstop reports it */
   /* --assignment-key (borrowed, outlives the agent): the gate admits and the
    * binder grants only assignments vgpu-scheduler signed; NULL: any. */
   struct vg_assign_key *assignment_key;

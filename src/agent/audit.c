@@ -285,8 +285,15 @@ struct vg_audit *vg_audit_new(const struct vg_audit_opts *o, struct vg_err *err)
                : VG_PODRESOURCES_SOCKET);
   a->tolerance = o->tolerance, a->context_allowance = o->context_allowance;
   a->grace_s = o->grace_s, a->interval_ms = o->interval_ms;
-  struct vg_backstop_opts bo = {a->slots_dir, o->proc_root, o->k8s,
-                                o->policy,    o->tolerance, o->context_allowance};
+  struct vg_backstop_opts bo = {a->slots_dir,
+                                o->proc_root,
+                                o->k8s,
+                                o->policy,
+                                o->tolerance,
+                                o->context_allowance,
+                                o->compute_tolerance,
+                                o->compute_sustain_s,
+                                NULL};
   a->backstop = vg_backstop_new(&bo, err);
   if (a->backstop == NULL) {
     free(a);

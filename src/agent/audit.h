@@ -37,6 +37,8 @@ struct vg_audit_opts {
   struct vg_k8s_client *k8s;      /* for its Events and evictions; NULL: log only */
   enum vg_backstop_policy policy; /* report (default) or evict */
   const char *proc_root;          /* NULL: /proc */
+  unsigned compute_tolerance;     /* points above a compute grant */
+  unsigned compute_sustain_s;     /* over this long before it is reported */
 };
 
 /* Copies o. NULL with err on bad options. */

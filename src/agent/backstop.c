@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
+#include "backstop_compute.h"
 #include "grant.h"
 #include "k8s.h"
 #include "log.h"
@@ -33,6 +35,8 @@ struct vg_backstop {
   struct vg_k8s_client *k8s;
   enum vg_backstop_policy policy;
   uint64_t tolerance, allowance;
+  struct vg_compute *compute; /* the compute judgement (backstop_compute.h) */
+  unsigned compute_tolerance;
   pthread_mutex_t lock; /* uses, stats */
   struct use *uses;
   size_t nuses;
@@ -57,6 +61,34 @@ bool vg_backstop_over(uint64_t nvml, unsigned procs, uint64_t grant, uint64_t co
   return nvml > allowed;
 }
 
+/* The container of a process, for the compute judgement. */
+static int slot_of(void *arg, uint32_t pid, char slot[17]) {
+  const struct vg_backstop *b = arg;
+  return vg_proc_slot(b->proc_root, (pid_t)pid, slot) == 1;
+}
+
+/* The container's grant on uuid, read from its slot (which only the agent
+ * writes); false when it has none there. */
+static bool load_grant(const struct vg_backstop *b, const char *slot, const char *uuid,
+                       struct vg_grant_gpu *out) {
+  char dir[sizeof(b->slots_dir) + 32];
+  snprintf(dir, sizeof(dir), "%s/%s/grant", b->slots_dir, slot);
+  struct vg_grant g;
+  struct vg_err err;
+  if (vg_grant_load(dir, &g, &err) != 0) return false;
+  const struct vg_grant_gpu *e = vg_grant_find(&g, uuid);
+  if (e != NULL) *out = *e;
+  return e != NULL;
+}
+
+/* The compute grant, for the compute judgement: none is the whole GPU. */
+static void grant_of(void *arg, const char *slot, const char *uuid, unsigned *cores, bool *share) {
+  struct vg_grant_gpu g;
+  bool found = load_grant(arg, slot, uuid, &g);
+  *cores = found ? g.cores : 0;
+  *share = found && g.policy == VG_SM_POLICY_SHARE;
+}
+
 struct vg_backstop *vg_backstop_new(const struct vg_backstop_opts *o, struct vg_err *err) {
   struct vg_backstop *b = calloc(1, sizeof(*b));
   if (b == NULL) return vg_err_set(err, "backstop: out of memory"), NULL;
@@ -66,6 +98,11 @@ struct vg_backstop *vg_backstop_new(const struct vg_backstop_opts *o, struct vg_
   b->policy = o->policy;
   b->tolerance = o->tolerance;
   b->allowance = o->context_allowance;
+  struct vg_compute_opts co = {
+      o->compute_tolerance, o->compute_sustain_s, o->compute_util, slot_of, grant_of, b};
+  b->compute = vg_compute_new(&co);
+  b->compute_tolerance = o->compute_tolerance;
+  if (b->compute == NULL) return free(b), vg_err_set(err, "backstop: out of memory"), NULL;
   pthread_mutex_init(&b->lock, NULL);
   return b;
 }
@@ -73,6 +110,7 @@ struct vg_backstop *vg_backstop_new(const struct vg_backstop_opts *o, struct vg_
 void vg_backstop_free(struct vg_backstop *b) {
   if (b == NULL) return;
   free(b->uses);
+  vg_compute_free(b->compute);
   pthread_mutex_destroy(&b->lock);
   free(b);
 }
@@ -131,40 +169,32 @@ static const struct vg_backstop_ctr *ctr_of(const struct vg_backstop_ctr *c, siz
 
 /* The grant's memory for the container on uuid; 0 when none applies. */
 static uint64_t granted(const struct vg_backstop *b, const struct use *u) {
-  char dir[sizeof(b->slots_dir) + 32];
-  snprintf(dir, sizeof(dir), "%s/%s/grant", b->slots_dir, u->slot);
-  struct vg_grant g;
-  struct vg_err err;
-  if (vg_grant_load(dir, &g, &err) != 0) return 0;
-  const struct vg_grant_gpu *e = vg_grant_find(&g, u->uuid);
-  return e ? e->memory : 0;
+  struct vg_grant_gpu g;
+  return load_grant(b, u->slot, u->uuid, &g) ? g.memory : 0;
 }
 
-static void pids_text(const struct use *u, char *buf, size_t len) {
+/* The first PIDS_SHOWN of procs host PIDs, " ..." when there are more. */
+static void pids_text(const uint32_t *pids, unsigned procs, char *buf, size_t len) {
   size_t off = 0;
   buf[0] = '\0';
-  for (unsigned i = 0; i < u->procs && i < PIDS_SHOWN && off < len; i++)
-    off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? " " : "", u->pids[i]);
-  if (u->procs > PIDS_SHOWN && off < len) snprintf(buf + off, len - off, " ...");
+  for (unsigned i = 0; i < procs && i < PIDS_SHOWN && off < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%u", i ? " " : "", pids[i]);
+  if (procs > PIDS_SHOWN && off < len) snprintf(buf + off, len - off, " ...");
 }
 
-/* Logs, records the Event and (policy evict) evicts: outside the lock. */
-static void report(struct vg_backstop *b, const struct use *u, const struct vg_backstop_ctr *c,
-                   uint64_t grant) {
-  char used[32], gr[32], pids[64], msg[1024];
-  pids_text(u, pids, sizeof(pids));
-  snprintf(msg, sizeof(msg),
-           "container %s: its processes hold %s on GPU %s (NVML; %u process(es), host PID(s) "
-           "%s), above its grant of %s: a process is using the GPU without libvgpu (a static "
-           "binary, a bypassed preload, direct driver calls)%s",
-           c->container, vg_format_size(u->nvml, used, sizeof(used)), u->uuid, u->procs, pids,
-           vg_format_size(grant, gr, sizeof(gr)),
-           b->policy == VG_BACKSTOP_EVICT ? "; evicting the pod (backstop policy evict)" : "");
+static const char *evict_note(const struct vg_backstop *b) {
+  return b->policy == VG_BACKSTOP_EVICT ? "; evicting the pod (backstop policy evict)" : "";
+}
+
+/* Logs msg, records it as a Warning Event `reason` and (policy evict)
+ * evicts: outside the lock. */
+static void act(struct vg_backstop *b, const struct vg_backstop_ctr *c, const char *reason,
+                const char *msg) {
   vg_warn("backstop: pod %s/%s %s", c->ns, c->pod, msg);
   if (b->k8s == NULL) return;
   struct vg_err err = {""};
-  if (vg_k8s_pod_event_named(b->k8s, c->ns, c->pod, "Warning", "GPUMemoryOverGrant", msg,
-                             "vgpu-device-plugin", &err) != 0)
+  if (vg_k8s_pod_event_named(b->k8s, c->ns, c->pod, "Warning", reason, msg, "vgpu-device-plugin",
+                             &err) != 0)
     vg_warn("backstop: cannot record the event on %s/%s: %s", c->ns, c->pod, err.msg);
   if (b->policy != VG_BACKSTOP_EVICT) return;
   if (vg_k8s_evict_pod(b->k8s, c->ns, c->pod, &err) != 0) {
@@ -176,8 +206,64 @@ static void report(struct vg_backstop *b, const struct use *u, const struct vg_b
   pthread_mutex_unlock(&b->lock);
 }
 
+static void report(struct vg_backstop *b, const struct use *u, const struct vg_backstop_ctr *c,
+                   uint64_t grant) {
+  char used[32], gr[32], pids[64], msg[1024];
+  pids_text(u->pids, u->procs, pids, sizeof(pids));
+  snprintf(msg, sizeof(msg),
+           "container %s: its processes hold %s on GPU %s (NVML; %u process(es), host PID(s) "
+           "%s), above its grant of %s: a process is using the GPU without libvgpu (a static "
+           "binary, a bypassed preload, direct driver calls)%s",
+           c->container, vg_format_size(u->nvml, used, sizeof(used)), u->uuid, u->procs, pids,
+           vg_format_size(grant, gr, sizeof(gr)), evict_note(b));
+  act(b, c, "GPUMemoryOverGrant", msg);
+}
+
+static void report_compute(struct vg_backstop *b, const struct vg_compute_finding *f,
+                           const struct vg_backstop_ctr *c, unsigned tolerance) {
+  char pids[64], allowed[64] = "", msg[1024];
+  pids_text(f->pids, f->procs, pids, sizeof(pids));
+  if (f->allowed != f->grant) /* policy share: what the others left */
+    snprintf(allowed, sizeof(allowed), ", or %u %% the others left,", f->allowed);
+  snprintf(msg, sizeof(msg),
+           "container %s: its processes used %u %% of GPU %s's compute (NVML's per-process "
+           "utilisation; %u process(es), host PID(s) %s) for %u s, above its compute grant of "
+           "%u %%%s by more than %u points: a process is running kernels without libvgpu (a "
+           "static binary, a bypassed preload, direct driver calls)%s",
+           c->container, f->measured, f->uuid, f->procs, pids, f->seconds, f->grant, allowed,
+           tolerance, evict_note(b));
+  act(b, c, "GPUComputeOverGrant", msg);
+}
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The compute judgement's pass, and the reports of what it found. */
+static int compute_pass(struct vg_backstop *b, const struct vg_gpu_usage *gpus, unsigned ngpus,
+                        const struct vg_backstop_ctr *ctrs, size_t nctrs) {
+  const char **slots = calloc(nctrs ? nctrs : 1, sizeof(*slots));
+  struct vg_compute_finding *f = calloc(MAX_USES, sizeof(*f));
+  size_t nf = 0;
+  if (slots != NULL && f != NULL) {
+    for (size_t i = 0; i < nctrs; i++) slots[i] = ctrs[i].slot;
+    nf = vg_compute_pass(b->compute, gpus, ngpus, slots, nctrs, now_ms(), f, MAX_USES);
+  }
+  pthread_mutex_lock(&b->lock);
+  b->stats.compute_detections += nf;
+  pthread_mutex_unlock(&b->lock);
+  for (size_t i = 0; i < nf; i++)
+    report_compute(b, &f[i], ctr_of(ctrs, nctrs, f[i].slot), b->compute_tolerance);
+  free(slots);
+  free(f);
+  return (int)nf;
+}
+
 int vg_backstop_pass(struct vg_backstop *b, const struct vg_gpu_usage *gpus, unsigned ngpus,
                      const struct vg_backstop_ctr *ctrs, size_t nctrs) {
+  compute_pass(b, gpus, ngpus, ctrs, nctrs);
   struct use *v = calloc(MAX_USES, sizeof(*v));
   if (v == NULL) return 0;
   size_t n = attribute(b, gpus, ngpus, v);
@@ -219,6 +305,10 @@ bool vg_backstop_reading(struct vg_backstop *b, const char *slot, const char *uu
     }
   pthread_mutex_unlock(&b->lock);
   return found;
+}
+
+struct vg_compute *vg_backstop_compute(struct vg_backstop *b) {
+  return b->compute;
 }
 
 void vg_backstop_get_stats(struct vg_backstop *b, struct vg_backstop_stats *st) {

@@ -20,6 +20,11 @@
  * `evict` (off by default) the pod is also evicted through the Eviction
  * API, so that PodDisruptionBudgets are honoured. It detects after the
  * fact; what libvgpu enforces is refused before it happens.
+ *
+ * Compute is judged in the same passes, per container and GPU, from NVML's
+ * per-process utilisation against the grant's compute share, and reported
+ * (Event `GPUComputeOverGrant`) or evicted alike once a container has been
+ * over for a sustained period: backstop_compute.h.
  */
 #ifndef VG_AGENT_BACKSTOP_H
 #define VG_AGENT_BACKSTOP_H
@@ -28,6 +33,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "backstop_compute.h"
 #include "gpu_usage.h"
 #include "region.h"
 
@@ -53,6 +59,9 @@ struct vg_backstop_opts {
   struct vg_k8s_client *k8s; /* NULL: no Events, no eviction */
   enum vg_backstop_policy policy;
   uint64_t tolerance, context_allowance;
+  unsigned compute_tolerance;       /* points above the compute grant */
+  unsigned compute_sustain_s;       /* over this long before it is reported */
+  vg_compute_util_fn *compute_util; /* NULL: NVML; tests feed samples */
 };
 
 struct vg_backstop;
@@ -61,7 +70,8 @@ void vg_backstop_free(struct vg_backstop *b);
 
 /* One pass: the GPUs (NVML index order, as vg_gpu_usage_read gives them)
  * and the containers listed. Reads NVML's processes, judges, and reports or
- * evicts what newly went over. Returns how many containers are over. */
+ * evicts what newly went over; judges compute too (backstop_compute.h).
+ * Returns how many containers are over their memory grant. */
 int vg_backstop_pass(struct vg_backstop *b, const struct vg_gpu_usage *gpus, unsigned ngpus,
                      const struct vg_backstop_ctr *ctrs, size_t nctrs);
 
@@ -72,10 +82,14 @@ bool vg_backstop_reading(struct vg_backstop *b, const char *slot, const char *uu
                          bool *over);
 
 struct vg_backstop_stats {
-  uint64_t detections; /* containers that went over */
-  uint64_t evictions;  /* pods evicted for it */
-  uint64_t errors;     /* NVML process lists that failed */
+  uint64_t detections;         /* containers that went over their memory grant */
+  uint64_t compute_detections; /* ... over their compute grant, sustained */
+  uint64_t evictions;          /* pods evicted for it */
+  uint64_t errors;             /* NVML process lists that failed */
 };
+/* The compute judgement (for the metrics). */
+struct vg_compute *vg_backstop_compute(struct vg_backstop *b);
+
 void vg_backstop_get_stats(struct vg_backstop *b, struct vg_backstop_stats *st);
 
 #endif

@@ -17,6 +17,7 @@ static struct {
   __typeof__(nvmlDeviceGetMemoryInfo) *memory;
   __typeof__(nvmlDeviceGetUtilizationRates) *utilization;
   __typeof__(nvmlDeviceGetComputeRunningProcesses_v3) *procs; /* _v3, else _v2; may be NULL */
+  __typeof__(nvmlDeviceGetProcessUtilization) *proc_util;     /* may be NULL */
 } g_nvml = {.once = PTHREAD_ONCE_INIT};
 
 static void load(void) {
@@ -34,6 +35,7 @@ static void load(void) {
   g_nvml.procs = (__typeof__(g_nvml.procs))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
   if (g_nvml.procs == NULL) /* drivers before 510: the same layout under _v2 */
     g_nvml.procs = (__typeof__(g_nvml.procs))dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+  g_nvml.proc_util = (__typeof__(g_nvml.proc_util))dlsym(lib, "nvmlDeviceGetProcessUtilization");
   nvmlReturn_t rc = NVML_SUCCESS;
   if (init == NULL || g_nvml.count == NULL || g_nvml.handle == NULL || g_nvml.uuid == NULL ||
       g_nvml.memory == NULL) {
@@ -107,4 +109,28 @@ int vg_gpu_processes(unsigned index, struct vg_gpu_proc *out, unsigned max, unsi
     out[(*count)++] = (struct vg_gpu_proc){info[i].pid, known ? info[i].usedGpuMemory : 0, known};
   }
   return 0;
+}
+
+int vg_gpu_process_util(unsigned index, uint64_t since_us, struct vg_gpu_util_sample *out,
+                        unsigned max, unsigned *count, char *err, size_t err_len) {
+  *count = 0;
+  pthread_once(&g_nvml.once, load);
+  if (g_nvml.count == NULL) return snprintf(err, err_len, "%s", g_nvml.error), VG_GPU_UTIL_ERROR;
+  if (g_nvml.proc_util == NULL) return VG_GPU_UTIL_UNSUPPORTED; /* an old driver */
+  static __thread nvmlProcessUtilizationSample_t
+      s[VG_GPU_UTIL_SAMPLES_MAX]; /* 32 KiB: off the stack */
+  unsigned n = VG_GPU_UTIL_SAMPLES_MAX;
+  nvmlDevice_t dev;
+  nvmlReturn_t rc = g_nvml.handle(index, &dev);
+  if (rc == NVML_SUCCESS) rc = g_nvml.proc_util(dev, s, &n, since_us);
+  if (rc == NVML_ERROR_NOT_FOUND) return VG_GPU_UTIL_NONE;
+  if (rc == NVML_ERROR_NOT_SUPPORTED) return VG_GPU_UTIL_UNSUPPORTED;
+  if (rc != NVML_SUCCESS) {
+    snprintf(err, err_len, "the process utilisation of GPU %u failed (NVML error %d)", index,
+             (int)rc);
+    return VG_GPU_UTIL_ERROR;
+  }
+  for (unsigned i = 0; i < n && i < max; i++)
+    out[(*count)++] = (struct vg_gpu_util_sample){s[i].pid, s[i].smUtil, s[i].timeStamp};
+  return VG_GPU_UTIL_OK;
 }

@@ -37,4 +37,29 @@ struct vg_gpu_proc {
 int vg_gpu_processes(unsigned index, struct vg_gpu_proc *out, unsigned max, unsigned *count,
                      char *err, size_t err_len);
 
+/* A sample of NVML's per-process utilisation: the process's share of the
+ * GPU's SM time (percent) over the driver's sample period that ended at
+ * ts_us (CPU time, microseconds). */
+struct vg_gpu_util_sample {
+  uint32_t pid;
+  unsigned sm;
+  uint64_t ts_us;
+};
+
+#define VG_GPU_UTIL_SAMPLES_MAX 1024 /* per GPU and call */
+
+/* What nvmlDeviceGetProcessUtilization said. */
+enum vg_gpu_util_rc {
+  VG_GPU_UTIL_ERROR = -1,      /* it failed: err says why; no reading */
+  VG_GPU_UTIL_OK = 0,          /* out[0..*count) */
+  VG_GPU_UTIL_NONE = 1,        /* NOT_FOUND: no process ran since since_us */
+  VG_GPU_UTIL_UNSUPPORTED = 2, /* the driver does not measure it on this GPU (or has no call) */
+};
+
+/* The per-process utilisation samples of the GPU of NVML index `index`
+ * recorded after since_us (NVML's lastSeenTimeStamp; 0: whatever the driver
+ * still holds), into out[0..*count) (at most max). */
+int vg_gpu_process_util(unsigned index, uint64_t since_us, struct vg_gpu_util_sample *out,
+                        unsigned max, unsigned *count, char *err, size_t err_len);
+
 #endif

@@ -37,6 +37,11 @@
 #define MAX_AUDIT_INTERVAL_S 3600
 #define DEFAULT_AUDIT_TOLERANCE (256ULL << 20)
 #define AUDIT_GRACE_S 60
+/* The backstop's compute judgement (backstop_compute.h): 10 points above
+ * the grant, in every reading for 30 s. */
+#define DEFAULT_COMPUTE_TOLERANCE 10
+#define DEFAULT_COMPUTE_SUSTAIN_S 30
+#define MAX_COMPUTE_SUSTAIN_S 86400
 /* Without --config: the vgpu dialect with its defaults. */
 static const char default_config[] = "dialects:\n  vgpu: {}\n";
 
@@ -48,7 +53,8 @@ static void usage(FILE *f) {
       "                          [--podresources-socket PATH] [--metrics ADDR:PORT]\n"
       "                          [--state-dir DIR] [--library PATH] [--slot-grace SECONDS]\n"
       "                          [--audit-interval SECONDS] [--unaccounted-tolerance SIZE]\n"
-      "                          [--backstop-policy report|evict] [--assignment-key FILE]\n"
+      "                          [--backstop-policy report|evict] [--compute-tolerance POINTS]\n"
+      "                          [--compute-sustain SECONDS] [--assignment-key FILE]\n"
       "                          [--resource NAME] [--slots N] [--dev-root DIR] [--debug]\n"
       "       vgpu-device-plugin --version\n"
       "  --config FILE     dialect configuration (docs/configuration.md); default: the vgpu\n"
@@ -84,7 +90,13 @@ static void usage(FILE *f) {
       "  --backstop-policy report|evict  what the audit does when NVML shows a container's\n"
       "                    processes holding more than its grant (a process without\n"
       "                    libvgpu): report (default: log, Event GPUMemoryOverGrant, metric)\n"
-      "                    or also evict the pod through the Eviction API\n"
+      "                    or also evict the pod through the Eviction API; the same for\n"
+      "                    compute (Event GPUComputeOverGrant), below\n"
+      "  --compute-tolerance POINTS  percentage points of the GPU a container's processes\n"
+      "                    may use (NVML's per-process utilisation) above its compute grant\n"
+      "                    before the backstop counts a reading as over (default 10, 0..100)\n"
+      "  --compute-sustain SECONDS  report a container over its compute grant once every\n"
+      "                    reading for this long was over (default 30; 0: the first one)\n"
       "  --assignment-key FILE  the cluster's assignment key (32 or more random bytes; the\n"
       "                    Secret vgpu-assignment-key): admit and grant a pod only when\n"
       "                    vgpu-scheduler signed its vgpu.io/assigned (vgpu.io/assigned-mac);\n"
@@ -224,6 +236,18 @@ static int take_checked_option(int c, struct cmdline *cl) {
         return -1;
       }
       return 0;
+    case 'C':
+      return seconds(optarg, "--compute-sustain", MAX_COMPUTE_SUSTAIN_S, &ao->compute_sustain_s);
+    case 'U':
+      if (whole(optarg, 100) < 0) {
+        fprintf(stderr,
+                "vgpu-device-plugin: --compute-tolerance: \"%s\" is not a number of points from "
+                "0 to 100\n",
+                optarg);
+        return -1;
+      }
+      ao->compute_tolerance = (unsigned)whole(optarg, 100);
+      return 0;
     case 'B':
       if (vg_backstop_policy_parse(optarg, &ao->backstop_policy, &e) != 0) {
         fprintf(stderr, "vgpu-device-plugin: --backstop-policy: %s\n", e.msg);
@@ -255,6 +279,8 @@ static int parse_args(int argc, char **argv, struct cmdline *cl) {
                                            {"audit-interval", required_argument, NULL, 'A'},
                                            {"unaccounted-tolerance", required_argument, NULL, 'T'},
                                            {"backstop-policy", required_argument, NULL, 'B'},
+                                           {"compute-tolerance", required_argument, NULL, 'U'},
+                                           {"compute-sustain", required_argument, NULL, 'C'},
                                            {"assignment-key", required_argument, NULL, 'K'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
@@ -395,7 +421,9 @@ int main(int argc, char **argv) {
                        .agent_opts = {.slot_grace_s = DEFAULT_SLOT_GRACE_S,
                                       .audit_interval_s = DEFAULT_AUDIT_INTERVAL_S,
                                       .audit_tolerance = DEFAULT_AUDIT_TOLERANCE,
-                                      .audit_grace_s = AUDIT_GRACE_S}};
+                                      .audit_grace_s = AUDIT_GRACE_S,
+                                      .compute_tolerance = DEFAULT_COMPUTE_TOLERANCE,
+                                      .compute_sustain_s = DEFAULT_COMPUTE_SUSTAIN_S}};
   int rc = parse_args(argc, argv, &cl);
   if (rc >= 0) return rc;
   static struct vg_plugin_config cfg;

@@ -191,8 +191,23 @@ static void gpu_allocation(const struct scrape *s, const char *uuid, uint64_t to
     }
 }
 
+static bool compute_judged(const struct scrape *s, const char *uuid) {
+  return vg_compute_judged(vg_backstop_compute(vg_audit_backstop(s->src->audit)), uuid);
+}
+
 static void print_gpus(struct vg_textbuf *out, const struct scrape *s, struct gpu_row *rows) {
-  enum { INFO, HEALTHY, TOTAL, ALLOCATED, USED, UTILIZATION, CONTAINERS, UNACCOUNTED, FAMILIES };
+  enum {
+    INFO,
+    HEALTHY,
+    TOTAL,
+    ALLOCATED,
+    USED,
+    UTILIZATION,
+    CONTAINERS,
+    UNACCOUNTED,
+    JUDGED,
+    FAMILIES
+  };
   static const struct {
     const char *name, *help;
   } fam[FAMILIES] = {
@@ -209,6 +224,10 @@ static void print_gpus(struct vg_textbuf *out, const struct scrape *s, struct gp
        "Memory in use on the GPU that no container's region accounts for, beyond the idle "
        "baseline and the processes' contexts (the memory audit's last pass; a container "
        "running without libvgpu)."},
+      {"vgpu_gpu_compute_judged",
+       "1 when the backstop judges compute on the GPU; 0 when NVML does not measure "
+       "per-process utilisation there, so a container running without libvgpu uses its "
+       "compute unreported."},
   };
   for (unsigned i = 0; i < s->ngpus; i++) {
     struct gpu_row *r = &rows[i];
@@ -251,11 +270,15 @@ static void print_gpus(struct vg_textbuf *out, const struct scrape *s, struct gp
         case CONTAINERS:
           vg_prom_sample(out, n, l, "%d", r->containers);
           break;
-        default: {
+        case UNACCOUNTED: {
           const struct vg_audit_gpu *a = audit_of(s, r->g->uuid);
           if (a != NULL && a->auditable)
             vg_prom_sample(out, n, l, "%llu", (unsigned long long)a->unaccounted);
+          break;
         }
+        default:
+          if (s->src->audit != NULL && r->u != NULL)
+            vg_prom_sample(out, n, l, "%d", compute_judged(s, r->g->uuid) ? 1 : 0);
       }
     }
   }
@@ -278,29 +301,48 @@ static void ctr_labels(const struct scrape *s, const struct ctr *c, const struct
   vg_prom_label(l, "uuid", d->uuid);
 }
 
-/* What NVML says each container's processes hold per GPU, and whether that
- * is over the grant (backstop.h): series only where the last audit pass saw
- * a process of the container on the GPU. */
+/* The backstop's last reading of a container on a GPU for family k of
+ * print_backstop, formatted into buf; false when there is none. */
+static bool backstop_value(struct vg_backstop *b, int k, const char *slot, const char *uuid,
+                           char *buf, size_t len) {
+  uint64_t nvml;
+  unsigned sm;
+  bool over;
+  if (k < 2 && vg_backstop_reading(b, slot, uuid, &nvml, &over))
+    return snprintf(buf, len, "%llu", (unsigned long long)(k == 0 ? nvml : over)), true;
+  if (k >= 2 && vg_compute_reading(vg_backstop_compute(b), slot, uuid, &sm, &over))
+    return k == 2 ? snprintf(buf, len, "%.2f", sm / 100.0) : snprintf(buf, len, "%d", over), true;
+  return false;
+}
+
+/* What NVML says each container's processes hold and use per GPU, and
+ * whether that is over the grant (backstop.h, backstop_compute.h): series
+ * only where the last audit pass saw a process of the container on the GPU
+ * (for compute: one that ran kernels there while the container is listed). */
 static void print_backstop(struct vg_textbuf *out, struct vg_textbuf *l, const struct scrape *s) {
   struct vg_backstop *b = vg_audit_backstop(s->src->audit);
-  static const char *const name[] = {"vgpu_container_gpu_memory_nvml_bytes",
-                                     "vgpu_container_over_grant"};
+  static const char *const name[] = {
+      "vgpu_container_gpu_memory_nvml_bytes", "vgpu_container_over_grant",
+      "vgpu_container_gpu_sm_nvml_ratio", "vgpu_container_compute_over_grant"};
   static const char *const help[] = {
       "Memory NVML says the container's processes hold on the GPU, CUDA contexts included, "
       "whether or not they run under libvgpu (the backstop's last pass).",
       "1 when that is more than the container's grant allows: a process is using the GPU "
-      "without libvgpu (the Event GPUMemoryOverGrant names it)."};
-  for (int k = 0; k < 2; k++) {
+      "without libvgpu (the Event GPUMemoryOverGrant names it).",
+      "Share of the GPU's compute NVML's per-process utilisation says the container's "
+      "processes used, whether or not they run under libvgpu (the backstop's last pass).",
+      "1 while that has been above the container's compute grant plus --compute-tolerance "
+      "for --compute-sustain: a process is running kernels without libvgpu (the Event "
+      "GPUComputeOverGrant names it)."};
+  for (int k = 0; k < 4; k++) {
     vg_prom_family(out, name[k], "gauge", help[k]);
     for (size_t i = 0; i < s->nctrs; i++)
       for (int d = 0; d < s->ctrs[i].ndev; d++) {
-        uint64_t nvml;
-        bool over;
+        char v[32];
         const struct ctr_dev *cd = &s->ctrs[i].dev[d];
-        if (!vg_backstop_reading(b, s->ctrs[i].slot, cd->uuid, &nvml, &over)) continue;
+        if (!backstop_value(b, k, s->ctrs[i].slot, cd->uuid, v, sizeof(v))) continue;
         ctr_labels(s, &s->ctrs[i], cd, l);
-        vg_prom_sample(out, name[k], l, "%llu",
-                       (unsigned long long)(k == 0 ? nvml : (uint64_t)over));
+        vg_prom_sample(out, name[k], l, "%s", v);
       }
   }
 }
@@ -423,8 +465,11 @@ static void print_agent_counters(struct vg_textbuf *out, const struct scrape *s,
     counter(out, "vgpu_backstop_detections_total",
             "Times a container's processes were found holding more GPU memory than its grant.", l,
             bs.detections);
-    counter(out, "vgpu_backstop_evictions_total", "Pods evicted for it (--backstop-policy evict).",
-            l, bs.evictions);
+    counter(out, "vgpu_backstop_compute_detections_total",
+            "Times a container's processes used more compute than its grant, sustained.", l,
+            bs.compute_detections);
+    counter(out, "vgpu_backstop_evictions_total",
+            "Pods evicted for either (--backstop-policy evict).", l, bs.evictions);
   }
   if (s->src->binder != NULL) {
     struct vg_binder_stats b;

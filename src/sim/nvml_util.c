@@ -9,8 +9,12 @@
  *    timestamps), with smUtil = that process's share of the window from
  *    lastSeenTimeStamp (at most one second back) to now. No such process:
  *    NVML_ERROR_NOT_FOUND. Pids are the caller's namespace's (nvml_pids.c).
+ *    With VGPU_SIM_PROCESS_UTILIZATION=unsupported (read at each call) it
+ *    answers NVML_ERROR_NOT_SUPPORTED, as drivers do on GPUs that do not
+ *    measure it, so that callers' fallbacks can be tested.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "nvml_internal.h"
@@ -109,6 +113,8 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
   nvmlReturn_t rc = nv_device(device, &d, &i);
   if (rc != NVML_SUCCESS) return rc;
   if (processSamplesCount == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  const char *knob = getenv("VGPU_SIM_PROCESS_UTILIZATION");
+  if (knob != NULL && strcmp(knob, "unsupported") == 0) return NVML_ERROR_NOT_SUPPORTED;
   struct window w = {0, vg_sim_now_ns(), realtime_us()};
   uint64_t back_ns =
       lastSeenTimeStamp >= w.now_real_us ? 0 : (w.now_real_us - lastSeenTimeStamp) * 1000;

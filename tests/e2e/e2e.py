@@ -1068,6 +1068,78 @@ def backstop_unpreloaded(ctx):
         kube.wait_for("pod %s evicted" % name, evicted, 60,
                       state=lambda: state() + "\n" + ctx.agents.tail(install.PLUGIN))
         check(told("evicting the pod"), "no event says the pod is evicted: %s" % told(""))
+        check(kube.pod_phase(neighbour, NS) == "Running" and not told("", neighbour),
+              "the neighbour under libvgpu was evicted or reported", state())
+        delete_pods(ctx)
+    finally:
+        ctx.agents.plugin_flag("--backstop-policy=evict", False)
+        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+
+
+# The same loader, vgpu-burn running kernels back to back: nothing throttles them.
+BYPASS_SM = ("echo '== done'\n"
+             "exec ld-nopreload.so /opt/vgpu/bin/vgpu-burn --seconds 900\n")
+
+
+@case("backstop-compute")
+def backstop_compute(ctx):
+    """A process started through the loader that skips /etc/ld.so.preload runs
+    kernels without libvgpu in a pod granted 30 % of the GPU's compute, and
+    uses the whole GPU; the node agent's backstop sums NVML's per-process
+    utilisation per container, and once every pass for --compute-sustain
+    (30 s) said it was above 30 % + --compute-tolerance (10 points) it sets
+    vgpu_container_compute_over_grant and records a Warning Event
+    GPUComputeOverGrant on the pod naming the container, the share, the grant
+    and how long, once; the pod keeps running (policy report). A neighbour
+    granted the same 30 % running the same vgpu-burn under libvgpu is held to
+    its share and never reported. With --backstop-policy=evict and
+    deploy/overlays/evict's grant the bypassing pod is then evicted and the
+    Event says so; the neighbour stays."""
+    name, neighbour = "bypass-sm", "limited-sm"
+    limits = {"nvidia.com/vgpu": "1", "nvidia.com/gpumem": "1000", "nvidia.com/gpucores": "30"}
+    run_pod(ctx, name, limits, script=BYPASS_SM)
+    run_pod(ctx, neighbour, limits,
+            script="echo '== done'\nexec vgpu-burn --seconds 900\n")
+
+    def state():
+        return kube.pod_summary(name, NS) + "\n" + "\n".join(
+            metric_lines(ctx, "vgpu_container_gpu_sm_nvml_ratio") +
+            metric_lines(ctx, "vgpu_container_compute_over_grant") +
+            metric_lines(ctx, "vgpu_gpu_compute_judged")) + "\n" + ctx.agents.tail(install.PLUGIN)
+
+    def told(words, pod=name):
+        return [e["message"] for e in kube.events(pod, NS)
+                if e.get("reason") == "GPUComputeOverGrant" and words in e["message"]]
+    # 30 s sustained, passes every 10 s, NVML's first sample: a minute and a half at most.
+    events = kube.wait_for("a GPUComputeOverGrant event", lambda: told("above its compute grant"),
+                           120, state=state)
+    print("    " + events[0], flush=True)
+    m = re.search(r"used (\d+) % of GPU .* for (\d+) s, above its compute grant of 30 %",
+                  events[0])
+    check(m and int(m.group(1)) > 40 and int(m.group(2)) >= 30 and
+          "container main" in events[0], "the event does not say what is over: %s" % events[0],
+          state())
+    over = metric_lines(ctx, "vgpu_container_compute_over_grant", pod=name)
+    check(over and metric_value(over[0]) == 1,
+          "vgpu_container_compute_over_grant is not 1: %s" % over, state())
+    sm = metric_lines(ctx, "vgpu_container_gpu_sm_nvml_ratio", pod=name)
+    check(sm and metric_value(sm[0]) > 0.4, "NVML's share is not shown: %s" % sm, state())
+    time.sleep(20)  # two more passes, still over: no second report
+    check(len(told("above its compute grant")) == 1 and
+          kube.pod_phase(name, NS) == "Running",
+          "reported again, or policy report evicted the pod: %s" % told(""), state())
+    held = metric_lines(ctx, "vgpu_container_compute_over_grant", pod=neighbour)
+    check(not told("", neighbour) and all(metric_value(x) == 0 for x in held),
+          "the neighbour under libvgpu was reported: %s" % told("", neighbour), state())
+    kube.kubectl("apply", "-f", EVICT_RBAC)
+    ctx.agents.plugin_flag("--backstop-policy=evict", True)
+    try:
+        def evicted():
+            pod = kube.get("pod", name, NS)
+            return pod is None or pod["metadata"].get("deletionTimestamp") is not None
+        # A new agent: its own first reading, then 30 s sustained again.
+        kube.wait_for("pod %s evicted" % name, evicted, 120, state=state)
+        check(told("evicting the pod"), "no event says the pod is evicted: %s" % told(""))
         delete_pods(ctx)
     finally:
         ctx.agents.plugin_flag("--backstop-policy=evict", False)

@@ -42,7 +42,7 @@ workload_files() {
 
 # This machine's dynamic loader with /etc/ld.so.preload renamed: what a tenant
 # who wants to run without libvgpu can bring in its image (e2e case
-# backstop-unpreloaded); the workload image carries it as ld-nopreload.so.
+# backstop-unpreloaded, backstop-compute); the workload image carries it as ld-nopreload.so.
 nopreload_loader() {
   local out=$BUILD/e2e/ld-nopreload.so
   mkdir -p "$BUILD/e2e"

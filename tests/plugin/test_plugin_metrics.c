@@ -376,12 +376,12 @@ static void test_unaccounted_memory(void **state) {
  * of its own where the slot directory is mounted at /usr/local/vgpu, as the
  * kubelet mounts it in the container: a process of that container that
  * bypassed the preload. -1 when this machine cannot make the namespace. */
-static pid_t burn_in_slot(struct setup *s, const char *uuid, const char *slot, const char *size) {
+static pid_t burn_in_slot(struct setup *s, const char *uuid, const char *slot, const char *args) {
   if (system("/usr/bin/unshare -m --propagation private true 2>/dev/null") != 0) return -1;
   vg_env_set(&s->env, "NVIDIA_VISIBLE_DEVICES", uuid);
   vg_env_set(&s->env, "VG_SLOT", slot);
   vg_env_set(&s->env, "VG_BURN", vg_build_path("bin/vgpu-burn"));
-  vg_env_set(&s->env, "VG_SIZE", size);
+  vg_env_set(&s->env, "VG_ARGS", args);
   char *argv[] = {"/usr/bin/unshare",
                   "-m",
                   "--propagation",
@@ -390,11 +390,30 @@ static pid_t burn_in_slot(struct setup *s, const char *uuid, const char *slot, c
                   "-c",
                   "mount -t tmpfs vgpu-test /usr/local && mkdir /usr/local/vgpu && "
                   "mount --bind \"$VG_SLOT\" /usr/local/vgpu && "
-                  "exec \"$VG_BURN\" --alloc \"$VG_SIZE\" --chunk 64m --hold 60",
+                  "exec \"$VG_BURN\" $VG_ARGS",
                   NULL};
   pid_t pid = vg_spawn(&s->env, argv);
   vg_env_unset(&s->env, "NVIDIA_VISIBLE_DEVICES");
   return pid;
+}
+
+/* Pods c (on the node's second GPU, u1: memory_c and cores_c granted) and d
+ * (on the first, u0: memory_d, the whole GPU's compute) admitted, and c's
+ * grant written; the GPUs' UUIDs into u0 and u1 (128 bytes each) and the
+ * slot directories into cdir and ddir (600 each). Returns the metrics port. */
+static int two_pods(struct setup *s, uint64_t memory_c, int cores_c, uint64_t memory_d, char *u0,
+                    char *u1, char *cdir, char *ddir) {
+  two_uuids(s->fk.line, u0, u1, 128);
+  int port = metrics_port(s);
+  static char c[1 << 16], d[1 << 16];
+  assign(s, "c", u1, memory_c, cores_c, c, sizeof(c));
+  assign(s, "d", u0, memory_d, 0, d, sizeof(d));
+  char grant[700];
+  slot_dir(c, cdir, 600);
+  slot_dir(d, ddir, 600);
+  snprintf(grant, sizeof(grant), "%s/grant/grant", cdir);
+  for (int i = 0; i < 100 && access(grant, F_OK) != 0; i++) usleep(100000); /* the binder */
+  return port;
 }
 
 /* The value of family's first series with label, or -1 when none. */
@@ -448,19 +467,11 @@ static void test_backstop(void **state) {
   assert_int_equal(fscanf(pf, "%d", &written), 1);
   fclose(pf);
   assert_int_equal(written, s->plugin);
-  two_uuids(s->fk.line, u0, u1, sizeof(u0));
-  int port = metrics_port(s);
-  static char c[1 << 16], d[1 << 16];
-  assign(s, "c", u1, 1000 * MIB, 0, c, sizeof(c));
-  assign(s, "d", u0, 4000 * MIB, 0, d, sizeof(d));
-  char cdir[600], ddir[600], grant[700];
-  slot_dir(c, cdir, sizeof(cdir));
-  slot_dir(d, ddir, sizeof(ddir));
-  snprintf(grant, sizeof(grant), "%s/grant/grant", cdir);
-  for (int i = 0; i < 100 && access(grant, F_OK) != 0; i++) usleep(100000); /* the binder */
-  pid_t over = burn_in_slot(s, u1, cdir, "3g");
+  char cdir[600], ddir[600];
+  int port = two_pods(s, 1000 * MIB, 0, 4000 * MIB, u0, u1, cdir, ddir);
+  pid_t over = burn_in_slot(s, u1, cdir, "--alloc 3g --chunk 64m --hold 60");
   if (over < 0) skip();
-  pid_t within = burn_in_slot(s, u0, ddir, "2g");
+  pid_t within = burn_in_slot(s, u0, ddir, "--alloc 2g --chunk 64m --hold 60");
   assert_int_equal(wait_sample(port, "vgpu_container_over_grant", "pod=\"c\"", 1, 10), 1);
   const char *m = scrape(port);
   promtool_accepts(s, m);
@@ -491,6 +502,86 @@ static void test_backstop(void **state) {
   vg_wait(within);
 }
 
+/* The backstop's compute side: a process of pod c (30 % granted) running
+ * kernels without libvgpu uses its whole GPU; once every pass for
+ * --compute-sustain said so, the agent shows NVML's share and
+ * compute_over_grant 1, counts one detection, logs it and records a Warning
+ * Event GPUComputeOverGrant, once; policy report leaves the pod alone. Pod
+ * d, granted the whole of the other GPU, is never over doing the same. */
+static void test_backstop_compute(void **state) {
+  struct setup *s = *state;
+  const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", "--compute-sustain",
+                        "2",         NULL};
+  memcpy(s->extra_args, args, sizeof(args));
+  char kubeconfig[500], u0[128], u1[128];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  char cdir[600], ddir[600];
+  int port = two_pods(s, 1000 * MIB, 30, 1000 * MIB, u0, u1, cdir, ddir);
+  pid_t over = burn_in_slot(s, u1, cdir, "--seconds 60");
+  if (over < 0) skip();
+  pid_t free_run = burn_in_slot(s, u0, ddir, "--seconds 60");
+  double v = wait_sample(port, "vgpu_container_compute_over_grant", "pod=\"c\"", 1, 15);
+  if (v != 1) fail_msg("compute_over_grant of c: %g\n%s", v, scrape(port));
+  const char *m = scrape(port);
+  promtool_accepts(s, m);
+  assert_true(sample(m, "vgpu_container_gpu_sm_nvml_ratio", "pod=\"c\"", NULL) >= 0.9);
+  assert_true(sample(m, "vgpu_container_gpu_sm_nvml_ratio", "pod=\"d\"", NULL) >= 0.9);
+  assert_int_equal(sample(m, "vgpu_container_compute_over_grant", "pod=\"d\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_gpu_compute_judged", "gpu=\"0\"", NULL), 1);
+  assert_true(wait_log(s, "backstop: pod default/c container c: its processes used", 5));
+  static char events[1 << 16];
+  assert_int_equal(api(s, "GET", "/_test/events", NULL, events, sizeof(events)), 200);
+  assert_non_null(strstr(events, "\"GPUComputeOverGrant\""));
+  assert_non_null(strstr(events, "above its compute grant of 30 %"));
+  assert_null(strstr(events, "evicting"));
+  usleep(2500000); /* two more passes: no second report, the pod stays */
+  m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_backstop_compute_detections_total", NULL), 1);
+  assert_int_equal(sample(m, "vgpu_backstop_evictions_total", NULL), 0);
+  static char pod[1 << 16];
+  assert_int_equal(api(s, "GET", "/api/v1/namespaces/default/pods/c", NULL, pod, sizeof(pod)), 200);
+  kill(over, SIGTERM);
+  kill(free_run, SIGTERM);
+  vg_wait(over);
+  vg_wait(free_run);
+}
+
+/* A driver that does not measure per-process utilisation
+ * (NVML_ERROR_NOT_SUPPORTED; the simulator's VGPU_SIM_PROCESS_UTILIZATION):
+ * the agent says so once per GPU in the log and with
+ * vgpu_gpu_compute_judged 0, and judges no compute there, even with
+ * --compute-sustain 0 and a process of pod c (30 %) running kernels
+ * without libvgpu. */
+static void test_backstop_compute_unsupported(void **state) {
+  struct setup *s = *state;
+  const char *args[] = {"--metrics", "127.0.0.1:0", "--audit-interval", "1", "--compute-sustain",
+                        "0",         NULL};
+  memcpy(s->extra_args, args, sizeof(args));
+  vg_env_set(&s->env, "VGPU_SIM_PROCESS_UTILIZATION", "unsupported");
+  char kubeconfig[500], u0[128], u1[128];
+  start_node(s, kubeconfig, sizeof(kubeconfig), "4");
+  char cdir[600], ddir[600];
+  int port = two_pods(s, 1000 * MIB, 30, 1000 * MIB, u0, u1, cdir, ddir);
+  vg_env_unset(&s->env, "VGPU_SIM_PROCESS_UTILIZATION"); /* the burn's own NVML is not asked */
+  pid_t over = burn_in_slot(s, u1, cdir, "--seconds 60");
+  if (over < 0) skip();
+  assert_true(wait_log(s, "does not measure per-process utilisation on GPU", 5));
+  usleep(2500000); /* passes while it runs */
+  const char *m = scrape(port);
+  assert_int_equal(sample(m, "vgpu_gpu_compute_judged", "gpu=\"0\"", NULL), 0);
+  assert_int_equal(sample(m, "vgpu_gpu_compute_judged", "gpu=\"1\"", NULL), 0);
+  assert_null(strstr(m, "\nvgpu_container_gpu_sm_nvml_ratio{"));
+  assert_null(strstr(m, "\nvgpu_container_compute_over_grant{"));
+  assert_int_equal(sample(m, "vgpu_backstop_compute_detections_total", NULL), 0);
+  static char log[1 << 16];
+  plugin_log(s, log, sizeof(log));
+  int said = 0;
+  for (const char *p = log; (p = strstr(p, "does not measure per-process")) != NULL; p++) said++;
+  assert_int_equal(said, 2); /* once per GPU, not once per pass */
+  kill(over, SIGTERM);
+  vg_wait(over);
+}
+
 static void test_bad_metrics_address(void **state) {
   struct setup *s = *state;
   static const char *const bad[][2] = {{"nonsense", "not ADDR:PORT"},
@@ -519,6 +610,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_gone_pod_slot_removed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unaccounted_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backstop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backstop_compute, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backstop_compute_unsupported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_metrics_address, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
