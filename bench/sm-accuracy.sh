@@ -240,6 +240,17 @@ json_parts=()
 
 burn_timeout() { calc "printf \"%d\", $1 + 60"; }
 
+# shape_run NAME SHAPE LIMIT : one --seconds run of SHAPE under LIMIT (empty:
+# none) in a fresh state; sets $out (its output) and $kps (its kernels/s).
+shape_run() {
+  fresh "$1"
+  out=$f
+  shape_setup "$2"
+  burn "$out" "$out.state" "$out.cache" "$3" "$(burn_timeout "$seconds + $warmup")" \
+    --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
+  kps=$(json_num "$out" kernels_per_s)
+}
+
 # Unlimited kernels/s per shape, measured once per invocation: the faster
 # of two runs, since a busy machine only ever slows a run (and a slow
 # unlimited run inflates every ratio of its shape).
@@ -248,12 +259,7 @@ measure_unlimited() {
   local shape=$1 out try kps
   [ -z "${unlimited[$shape]:-}" ] || return 0
   for try in 1 2; do
-    fresh "unl-$shape"
-    out=$f
-    shape_setup "$shape"
-    burn "$out" "$out.state" "$out.cache" "" "$(burn_timeout "$seconds + $warmup")" \
-      --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
-    kps=$(json_num "$out" kernels_per_s)
+    shape_run "unl-$shape" "$shape" ""
     if [ -z "${unlimited[$shape]:-}" ] || calc "exit !($kps > ${unlimited[$shape]})"; then
       unlimited[$shape]=$kps
     fi
@@ -273,12 +279,7 @@ part_accuracy() {
   for shape in "${shape_list[@]}"; do
     measure_unlimited "$shape"
     for limit in "${limit_list[@]}"; do
-      fresh "acc-$shape-$limit"
-      out=$f
-      shape_setup "$shape"
-      burn "$out" "$out.state" "$out.cache" "$limit" "$(burn_timeout "$seconds + $warmup")" \
-        --shape "$burn_shape" --seconds "$seconds" --warmup "$warmup" --json
-      kps=$(json_num "$out" kernels_per_s)
+      shape_run "acc-$shape-$limit" "$shape" "$limit"
       achieved=$(calc "printf \"%.1f\", $kps / ${unlimited[$shape]} * 100")
       err=$(calc "printf \"%+.1f\", $achieved - $limit")
       v=$(verdict "$err" $acc_tolerance)

@@ -1059,17 +1059,25 @@ def backstop_unpreloaded(ctx):
     check(nvml and metric_value(nvml[0]) >= 3072 * MIB, "NVML's figure is not shown: %s" % nvml,
           state())
     check(kube.pod_phase(name, NS) == "Running", "policy report evicted the pod", state())
+    evict_under_policy(ctx, name, told, 60,
+                       state=lambda: state() + "\n" + ctx.agents.tail(install.PLUGIN))
+
+
+def evict_under_policy(ctx, name, told, timeout, state, after=None):
+    """With --backstop-policy=evict patched into the DaemonSet and
+    deploy/overlays/evict's grant applied, pod `name` is evicted and an
+    Event (told) says so; after() checks more before the pods are deleted.
+    The option and the grant are removed again whatever happened."""
     kube.kubectl("apply", "-f", EVICT_RBAC)
     ctx.agents.plugin_flag("--backstop-policy=evict", True)
     try:
         def evicted():
             pod = kube.get("pod", name, NS)
             return pod is None or pod["metadata"].get("deletionTimestamp") is not None
-        kube.wait_for("pod %s evicted" % name, evicted, 60,
-                      state=lambda: state() + "\n" + ctx.agents.tail(install.PLUGIN))
+        kube.wait_for("pod %s evicted" % name, evicted, timeout, state=state)
         check(told("evicting the pod"), "no event says the pod is evicted: %s" % told(""))
-        check(kube.pod_phase(neighbour, NS) == "Running" and not told("", neighbour),
-              "the neighbour under libvgpu was evicted or reported", state())
+        if after is not None:
+            after()
         delete_pods(ctx)
     finally:
         ctx.agents.plugin_flag("--backstop-policy=evict", False)
@@ -1131,19 +1139,12 @@ def backstop_compute(ctx):
     held = metric_lines(ctx, "vgpu_container_compute_over_grant", pod=neighbour)
     check(not told("", neighbour) and all(metric_value(x) == 0 for x in held),
           "the neighbour under libvgpu was reported: %s" % told("", neighbour), state())
-    kube.kubectl("apply", "-f", EVICT_RBAC)
-    ctx.agents.plugin_flag("--backstop-policy=evict", True)
-    try:
-        def evicted():
-            pod = kube.get("pod", name, NS)
-            return pod is None or pod["metadata"].get("deletionTimestamp") is not None
-        # A new agent: its own first reading, then 30 s sustained again.
-        kube.wait_for("pod %s evicted" % name, evicted, 120, state=state)
-        check(told("evicting the pod"), "no event says the pod is evicted: %s" % told(""))
-        delete_pods(ctx)
-    finally:
-        ctx.agents.plugin_flag("--backstop-policy=evict", False)
-        kube.kubectl("delete", "-f", EVICT_RBAC, "--ignore-not-found")
+
+    def neighbour_stays():
+        check(kube.pod_phase(neighbour, NS) == "Running" and not told("", neighbour),
+              "the neighbour under libvgpu was evicted or reported", state())
+    # A new agent: its own first reading, then 30 s sustained again.
+    evict_under_policy(ctx, name, told, 120, state=state, after=neighbour_stays)
 
 
 # ---------------------------------------------------------------- privileges
