@@ -532,9 +532,34 @@ struct ext_unrouted {
  * not opt out (vgpu.io/scheduler: skip, label vgpu.io/admission=ignore,
  * vgpu-system, kube-system): true with why (what the Event says). Pure. */
 bool ext_unrouted_why(json_object *pod, char *why, size_t len);
-/* Records the Warning Event NotRouted on such a pod, once per UID and at most
+/* ---- Events on pods, posted off the watch's thread (extender_notice.c) ---- */
+
+#define EXT_NOTICE_QUEUE 64 /* notices waiting to be posted; more are dropped */
+struct ext_notice {
+  char ns[254], name[254], uid[64], reason[32], message[512];
+};
+struct ext_notices {
+  struct vg_k8s_client *client;
+  pthread_mutex_t lock; /* the rest */
+  pthread_cond_t cond;
+  struct ext_notice items[EXT_NOTICE_QUEUE]; /* a ring */
+  int head, count;
+  bool stop, started;
+  unsigned long dropped; /* the queue was full */
+  pthread_t thread;
+};
+/* Starts the thread that posts queued notices (0, or -1 with err). */
+int ext_notices_start(struct ext_notices *q, struct vg_k8s_client *client, struct vg_err *err);
+/* Stops it; notices still queued are not posted. */
+void ext_notices_stop(struct ext_notices *q);
+/* Queues a Warning Event reason/message on pod, without waiting; false when
+ * the queue is full (counted in q->dropped) or the pod has no name. */
+bool ext_notice_pod(struct ext_notices *q, json_object *pod, const char *reason,
+                    const char *message);
+
+/* Queues the Warning Event NotRouted on such a pod, once per UID and at most
  * EXT_UNROUTED_RATE a second. u: the pod watch's own (one thread). */
-void ext_unrouted_note(struct vg_ext *x, struct ext_unrouted *u, json_object *pod);
+void ext_unrouted_note(struct ext_notices *q, struct ext_unrouted *u, json_object *pod);
 
 /* ---- small JSON helpers (extender_request.c) ---- */
 json_object *ext_get(json_object *o, const char *key);

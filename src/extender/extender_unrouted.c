@@ -13,7 +13,8 @@
  * watch sees every pod, so it notices such a pod and records a Warning Event
  * NotRouted on it, naming the cause and the fix -- once per pod (by UID), and
  * at most EXT_UNROUTED_RATE a second, so that a flood of such pods costs the
- * API server a bounded stream of Events.
+ * API server a bounded stream of Events. The Event is queued, not posted
+ * here (extender_notice.c): the watch never waits for the API server.
  */
 #include <stdio.h>
 #include <string.h>
@@ -81,20 +82,10 @@ static bool take_token(struct ext_unrouted *u) {
   return true;
 }
 
-void ext_unrouted_note(struct vg_ext *x, struct ext_unrouted *u, json_object *pod) {
+void ext_unrouted_note(struct ext_notices *q, struct ext_unrouted *u, json_object *pod) {
   char why[512];
-  json_object *meta = ext_get(pod, "metadata");
-  const char *uid = ext_get_str(meta, "uid");
+  const char *uid = ext_get_str(ext_get(pod, "metadata"), "uid");
   if (uid == NULL || *uid == '\0' || !ext_unrouted_why(pod, why, sizeof(why)) || seen(u, uid))
     return;
-  if (!take_token(u)) {
-    u->dropped++;
-    return;
-  }
-  struct vg_err err = {{0}};
-  if (vg_k8s_pod_event(x->client, pod, "Warning", "NotRouted", why, SCHEDULER, &err) != 0)
-    vg_warn("pod %s/%s not routed; its Event failed: %s", ext_get_str(meta, "namespace"),
-            ext_get_str(meta, "name"), err.msg);
-  else
-    vg_info("pod %s/%s: %s", ext_get_str(meta, "namespace"), ext_get_str(meta, "name"), why);
+  if (!take_token(u) || !ext_notice_pod(q, pod, "NotRouted", why)) u->dropped++;
 }

@@ -56,6 +56,7 @@ struct ext_watch {
   struct watcher pods, nodes;
   struct ext_store *store;
   struct ext_unrouted unrouted; /* the pods watch's thread only */
+  struct ext_notices notices;   /* what the watch tells pods, posted by its own thread */
 };
 
 struct ext_store *ext_synced_store(const struct vg_ext *x) {
@@ -90,7 +91,7 @@ static int on_event(enum vg_k8s_event type, json_object *obj, void *arg) {
   char key[EXT_POD_KEY_MAX]; /* a bind of ours has arrived: the store has it now */
   if (r->pod && node && node[0] && ext_pod_key(obj, key, sizeof(key)))
     ext_pending_seen(x, key, node);
-  if (r->pod && type != VG_K8S_DELETED) ext_unrouted_note(x, &r->w->unrouted, obj);
+  if (r->pod && type != VG_K8S_DELETED) ext_unrouted_note(&r->w->notices, &r->w->unrouted, obj);
   pthread_mutex_lock(&x->lock);
   x->m.watch_events[r->pod ? 0 : 1]++;
   pthread_mutex_unlock(&x->lock);
@@ -209,6 +210,11 @@ int vg_ext_watch_start(struct vg_ext *x, struct vg_err *err) {
   }
   /* Both set up before either thread runs: each reads the other's up
    * (ext_synced_store) as soon as its list is in. */
+  if (ext_notices_start(&w->notices, x->client, err) != 0) {
+    ext_store_free(w->store);
+    free(w);
+    return -1;
+  }
   w->pods = (struct watcher){.w = w, .what = "pods", .path = "/api/v1/pods", .pod = true};
   w->nodes = (struct watcher){.w = w, .what = "nodes", .path = "/api/v1/nodes", .pod = false};
   pthread_mutex_lock(&x->lock); /* filters may be running already */
@@ -227,6 +233,7 @@ void vg_ext_watch_stop(struct vg_ext *x) {
   w->stop = 1;
   if (w->pods.started) pthread_join(w->pods.thread, NULL);
   if (w->nodes.started) pthread_join(w->nodes.thread, NULL);
+  ext_notices_stop(&w->notices); /* after the pods watch: nothing queues any more */
   pthread_mutex_lock(&x->lock);
   x->watch = NULL;
   pthread_mutex_unlock(&x->lock);

@@ -22,6 +22,7 @@ Test-only endpoints (same token):
   DELETE /_test/pods/<ns>/<n>                        -> deletes it (DELETED)
   POST /_test/compact          -> history before the current rv is gone (410)
   POST /_test/fail?n=N         -> the next N API requests get 500
+  POST /_test/slow_events?ms=N -> every later Event POST is answered N ms late
   POST /_test/close_watches    -> every open watch stream ends now
   POST /_test/conflict_next?n=N -> the next N patches get 409 regardless
   GET /_test/events            -> {"items": [the core/v1 Events POSTed]}
@@ -60,6 +61,7 @@ class Store:
         self.events = []  # (rv, type, kind, object)
         self.compacted = 0
         self.fail_next = 0
+        self.slow_events_ms = 0  # POST /_test/slow_events: a slow kube-apiserver for Events
         self.conflict_next = 0
         self.close_gen = 0
         self.uid = 0
@@ -373,6 +375,9 @@ class Handler(BaseHTTPRequestHandler):
         the checks kube-apiserver makes that a writer can get wrong."""
         st = self.server.store
         ev = self.body()
+        with st.lock:
+            delay = st.slow_events_ms / 1000.0
+        time.sleep(delay)  # outside the lock: other requests and watches go on
         if ev is ValueError or not isinstance(ev, dict):
             return self.fail(400, "BadRequest", "body is not an Event")
         meta = ev.get("metadata") or {}
@@ -589,6 +594,10 @@ class Handler(BaseHTTPRequestHandler):
                 st.events = []
                 st.lock.notify_all()
             return self.send_json(200, {"compacted": st.compacted})
+        if method == "POST" and p == ["slow_events"]:
+            with st.lock:
+                st.slow_events_ms = int(q.get("ms", "0"))
+            return self.send_json(200, {})
         if method == "POST" and p == ["fail"]:
             with st.lock:
                 st.fail_next = int(q.get("n", "1"))

@@ -79,9 +79,36 @@ static void test_unrouted_gpu_pod_is_told_once(void **state) {
   assert_int_equal(not_routed("unrouted", NULL, 0), 1);
 }
 
+/* NotRouted Events recorded so far, on any pod. */
+static int events_recorded(void) { return ext_events("NotRouted", NULL, NULL, NULL, 0); }
+
+/* A slow API server for Events does not hold the pod watch: with every
+ * Event answered a second late, the watch delivers three unrouted pods and
+ * one more while at most one Event has been recorded (posting them from the
+ * watch's thread, it could deliver the fourth only after three seconds and
+ * three Events). All three are told, in the end. */
+static void test_slow_events_do_not_hold_the_watch(void **state) {
+  (void)state;
+  ext_wait_watching();
+  int before_events = events_recorded();
+  ext_admin("/_test/slow_events?ms=1000", "{}");
+  const char *pods[] = {"slow-1", "slow-2", "slow-3"};
+  /* each waits until the watch delivered it (ext_admin) */
+  for (int i = 0; i < 3; i++) ext_add_pod(pods[i], GPU_ASK, NULL, NULL, NULL);
+  ext_add_pod("after", "\"example.com/dongle\":\"1\"", NULL, NULL, NULL);
+  int recorded = events_recorded() - before_events;
+  if (recorded > 1) fail_msg("the watch waited for %d Events before its next pod", recorded);
+  for (int i = 0; i < 3; i++) {
+    for (int t = 0; t < 150 && not_routed(pods[i], NULL, 0) == 0; t++) usleep(50 * 1000);
+    if (not_routed(pods[i], NULL, 0) != 1) fail_msg("pod %s was not told", pods[i]);
+  }
+  ext_admin("/_test/slow_events?ms=0", "{}");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unrouted_gpu_pod_is_told_once),
+      cmocka_unit_test(test_slow_events_do_not_hold_the_watch),
   };
   return cmocka_run_group_tests(tests, setup, ext_teardown);
 }
