@@ -16,6 +16,7 @@
 
 #include <json-c/json.h>
 
+#include "deadline.h"
 #include "assignment.h"
 #include "assignment_mac.h"
 #include "device_id.h"
@@ -602,14 +603,7 @@ static void *binder_main(void *arg) {
     pthread_mutex_unlock(&b->lock);
     vg_binder_run_once(b, NULL);
     pthread_mutex_lock(&b->lock);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += delay_ms / 1000;
-    until.tv_nsec += (long)(delay_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = vg_deadline_after(CLOCK_MONOTONIC, delay_ms);
     while (!b->stopping && b->wakes == seen &&
            pthread_cond_timedwait(&b->cond, &b->lock, &until) != ETIMEDOUT) {
     }

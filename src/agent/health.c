@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 #include "nvml_abi.h"
 
@@ -216,14 +217,7 @@ static bool take_events(struct vg_health *h, unsigned wait_ms) {
 }
 
 static void sleep_interruptible(struct vg_health *h, unsigned ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = vg_deadline_after(CLOCK_REALTIME, ms);
   pthread_mutex_lock(&h->lock);
   while (!h->stop && pthread_cond_timedwait(&h->cond, &h->lock, &ts) == 0) {
   }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "advertise.h"
 #include "log.h"
 
@@ -186,16 +187,6 @@ int vg_inventory_publish(struct vg_inventory *inv, struct vg_err *err) {
   return rc;
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms) {
-  clock_gettime(CLOCK_REALTIME, ts);
-  ts->tv_sec += ms / 1000;
-  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts->tv_nsec >= 1000000000L) {
-    ts->tv_sec++;
-    ts->tv_nsec -= 1000000000L;
-  }
-}
-
 static void *run(void *arg) {
   struct vg_inventory *inv = arg;
   pthread_mutex_lock(&inv->lock);
@@ -211,8 +202,7 @@ static void *run(void *arg) {
     int rc = vg_inventory_publish(inv, &err);
     pthread_mutex_lock(&inv->lock);
     if (rc != 0 && !inv->stop) {
-      struct timespec ts;
-      deadline_after(&ts, inv->retry_ms);
+      struct timespec ts = vg_deadline_after(CLOCK_REALTIME, inv->retry_ms);
       pthread_cond_timedwait(&inv->cond, &inv->lock, &ts);
     }
   }

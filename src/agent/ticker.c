@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
+
 struct vg_ticker {
   unsigned interval_ms;
   void (*fn)(void *);
@@ -25,14 +27,7 @@ static void *tick_main(void *arg) {
     pthread_mutex_unlock(&t->lock);
     t->fn(t->arg);
     pthread_mutex_lock(&t->lock);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += t->interval_ms / 1000;
-    until.tv_nsec += (long)(t->interval_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = vg_deadline_after(CLOCK_MONOTONIC, t->interval_ms);
     while (!t->stopping && pthread_cond_timedwait(&t->cond, &t->lock, &until) != ETIMEDOUT) {
     }
   }

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
+
 /* Lock bytes live far past the end of any file we map. */
 #define VG_SLOT_LOCK_BASE ((off_t)1 << 40)
 
@@ -375,14 +377,7 @@ int vg_shared_mutex_lock(pthread_mutex_t *mutex, unsigned wait_ms, void (*repair
    * forged owner (a live PID's TID in the lock word) would otherwise keep
    * every locker waiting forever. The deadline is on CLOCK_REALTIME, which
    * is what pthread_mutex_timedlock measures. */
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += (time_t)(wait_ms / 1000);
-  deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = vg_deadline_after(CLOCK_REALTIME, wait_ms);
   int rc = pthread_mutex_timedlock(mutex, &deadline);
   if (rc == EOWNERDEAD) {
     if (repair != NULL) repair(arg);
