@@ -3,6 +3,9 @@
 
 #include <string.h>
 
+/* The bytes one CCE memory device ID stands for: the dialect table's. */
+static uint64_t cce_unit(void) { return vg_role_info(VG_ROLE_CCE_MEM)->memory_per_id; }
+
 static int ts_covers(const struct vg_dialect_timeslicing *t, unsigned index) {
   if (t->all_devices) return 1;
   for (size_t i = 0; i < t->n_devices; i++)
@@ -30,7 +33,7 @@ int vg_dialect_advertise(const struct vg_plugin_config *cfg, uint64_t gpu_total_
   }
   if (cfg->cce.enabled)
     out[n++] =
-        (struct vg_advertised){VG_DIALECT_CCE, cfg->cce.resource_mem, gpu_total_mem / VG_CCE_UNIT};
+        (struct vg_advertised){VG_DIALECT_CCE, cfg->cce.resource_mem, gpu_total_mem / cce_unit()};
   return n;
 }
 
@@ -106,13 +109,13 @@ int vg_dialect_container_limits(const struct vg_plugin_config *cfg, const char *
   }
   if (cfg->cce.enabled && strcmp(name, cfg->cce.resource_mem) == 0) {
     limits->dialect = VG_DIALECT_CCE;
-    if (n_ids > gpu_total_mem / VG_CCE_UNIT)
+    uint64_t unit = cce_unit();
+    if (n_ids > gpu_total_mem / unit)
       return vg_err_set(err, "%s: %llu x 128 MiB requested, the GPU has %llu", name,
-                        (unsigned long long)n_ids,
-                        (unsigned long long)(gpu_total_mem / VG_CCE_UNIT));
+                        (unsigned long long)n_ids, (unsigned long long)(gpu_total_mem / unit));
     limits->gpus = 1;
-    limits->memory_per_id = VG_CCE_UNIT;
-    limits->memory = n_ids * VG_CCE_UNIT;
+    limits->memory_per_id = unit;
+    limits->memory = n_ids * unit;
     limits->pending = 1; /* gpu-core.percentage comes from the pod */
     return 0;
   }
