@@ -10,7 +10,7 @@
 # the others, so one run says everything that is wrong; the exit status is 1
 # if any stage failed. Each stage's output goes to the terminal and to
 # build/test-<stage>.log. The last line reads, for example:
-#   make test: release 110/110 passed | sanitizer 110/110 passed | gpu SKIP: no NVIDIA GPU ... | e2e 40 passed, 0 failed | fuzz 11/11 targets clean, 10 s each | format ok -- PASS
+#   make test: release 111/111 passed | sanitizer 111/111 passed | gpu SKIP: no NVIDIA GPU ... | e2e 40 passed, 0 failed | fuzz 11/11 targets clean, 10 s each | format ok -- PASS
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
