@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
 #include "backstop_compute.h"
+#include "deadline.h"
 #include "grant.h"
 #include "k8s.h"
 #include "log.h"
@@ -36,8 +36,7 @@ struct vg_backstop {
   enum vg_backstop_policy policy;
   uint64_t tolerance, allowance;
   struct vg_compute *compute; /* the compute judgement (backstop_compute.h) */
-  unsigned compute_tolerance;
-  pthread_mutex_t lock; /* uses, stats */
+  pthread_mutex_t lock;       /* uses, stats */
   struct use *uses;
   size_t nuses;
   struct vg_backstop_stats stats;
@@ -101,7 +100,6 @@ struct vg_backstop *vg_backstop_new(const struct vg_backstop_opts *o, struct vg_
   struct vg_compute_opts co = {
       o->compute_tolerance, o->compute_sustain_s, o->compute_util, slot_of, grant_of, b};
   b->compute = vg_compute_new(&co);
-  b->compute_tolerance = o->compute_tolerance;
   if (b->compute == NULL) return free(b), vg_err_set(err, "backstop: out of memory"), NULL;
   pthread_mutex_init(&b->lock, NULL);
   return b;
@@ -220,7 +218,7 @@ static void report(struct vg_backstop *b, const struct use *u, const struct vg_b
 }
 
 static void report_compute(struct vg_backstop *b, const struct vg_compute_finding *f,
-                           const struct vg_backstop_ctr *c, unsigned tolerance) {
+                           const struct vg_backstop_ctr *c) {
   char pids[64], allowed[64] = "", msg[1024];
   pids_text(f->pids, f->procs, pids, sizeof(pids));
   if (f->allowed != f->grant) /* policy share: what the others left */
@@ -231,14 +229,8 @@ static void report_compute(struct vg_backstop *b, const struct vg_compute_findin
            "%u %%%s by more than %u points: a process is running kernels without libvgpu (a "
            "static binary, a bypassed preload, direct driver calls)%s",
            c->container, f->measured, f->uuid, f->procs, pids, f->seconds, f->grant, allowed,
-           tolerance, evict_note(b));
+           f->tolerance, evict_note(b));
   act(b, c, "GPUComputeOverGrant", msg);
-}
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* The compute judgement's pass, and the reports of what it found. */
@@ -249,13 +241,12 @@ static int compute_pass(struct vg_backstop *b, const struct vg_gpu_usage *gpus, 
   size_t nf = 0;
   if (slots != NULL && f != NULL) {
     for (size_t i = 0; i < nctrs; i++) slots[i] = ctrs[i].slot;
-    nf = vg_compute_pass(b->compute, gpus, ngpus, slots, nctrs, now_ms(), f, MAX_USES);
+    nf = vg_compute_pass(b->compute, gpus, ngpus, slots, nctrs, vg_monotonic_ms(), f, MAX_USES);
   }
   pthread_mutex_lock(&b->lock);
   b->stats.compute_detections += nf;
   pthread_mutex_unlock(&b->lock);
-  for (size_t i = 0; i < nf; i++)
-    report_compute(b, &f[i], ctr_of(ctrs, nctrs, f[i].slot), b->compute_tolerance);
+  for (size_t i = 0; i < nf; i++) report_compute(b, &f[i], ctr_of(ctrs, nctrs, f[i].slot));
   free(slots);
   free(f);
   return (int)nf;

@@ -75,16 +75,11 @@ bool vg_compute_step(struct vg_compute_episode *e, bool over, uint64_t now_ms,
   return true;
 }
 
-static int nvml_util(unsigned index, uint64_t since_us, struct vg_gpu_util_sample *out,
-                     unsigned max, unsigned *count, char *err, size_t err_len) {
-  return vg_gpu_process_util(index, since_us, out, max, count, err, err_len);
-}
-
 struct vg_compute *vg_compute_new(const struct vg_compute_opts *o) {
   struct vg_compute *c = calloc(1, sizeof(*c));
   if (c == NULL) return NULL;
   c->o = *o;
-  if (c->o.util == NULL) c->o.util = nvml_util;
+  if (c->o.util == NULL) c->o.util = vg_gpu_process_util;
   pthread_mutex_init(&c->lock, NULL);
   return c;
 }
@@ -207,6 +202,7 @@ static size_t judge(struct vg_compute *c, const char *uuid, const struct tally *
     snprintf(f->uuid, sizeof(f->uuid), "%s", uuid);
     f->measured = k->measured, f->grant = k->cores, f->procs = k->procs;
     f->allowed = allowed(k->cores, k->share, total - k->measured);
+    f->tolerance = c->o.tolerance;
     f->seconds = (unsigned)((now_ms - e->ep.since_ms) / 1000);
     memcpy(f->pids, k->pids, sizeof(f->pids));
   }

@@ -82,6 +82,7 @@ struct vg_compute_finding {
   char slot[17];
   char uuid[VG_UUID_LEN];
   unsigned measured, grant, allowed; /* percent */
+  unsigned tolerance;                /* points: the opts' */
   unsigned seconds;                  /* over for this long */
   unsigned procs;
   uint32_t pids[VG_COMPUTE_PIDS_SHOWN];

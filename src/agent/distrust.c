@@ -2,13 +2,8 @@
 #include "distrust.h"
 
 #include <sys/stat.h>
-#include <time.h>
 
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#include "deadline.h"
 
 static int find(const struct vg_distrust *t, const struct stat *st) {
   for (unsigned i = 0; i < t->n; i++)
@@ -30,13 +25,13 @@ bool vg_distrust_add(struct vg_distrust *t, int fd) {
   t->next = (i + 1) % VG_DISTRUST_MAX;
   t->file[i].dev = st.st_dev;
   t->file[i].ino = st.st_ino;
-  t->file[i].since_ms = now_ms();
+  t->file[i].since_ms = vg_monotonic_ms();
   return true;
 }
 
 long long vg_distrust_age_ms(const struct vg_distrust *t, int fd) {
   int i = find_fd(t, fd);
-  return i < 0 ? -1 : (long long)(now_ms() - t->file[i].since_ms);
+  return i < 0 ? -1 : (long long)(vg_monotonic_ms() - t->file[i].since_ms);
 }
 
 void vg_distrust_remove(struct vg_distrust *t, int fd) {

@@ -1,7 +1,9 @@
 /*
- * deadline.h -- "now + ms" as a struct timespec, for the timed waits
- * (pthread_cond_timedwait, pthread_mutex_timedlock) that take an absolute
- * time. One spelling of the carry into tv_sec, which five files wrote out.
+ * deadline.h -- the clock readings deadlines are made of: "now + ms" as a
+ * struct timespec, for the timed waits (pthread_cond_timedwait,
+ * pthread_mutex_timedlock) that take an absolute time, and now in
+ * milliseconds on the monotonic clock, for deadlines and durations kept as
+ * numbers. One spelling of each, which five and three files wrote out.
  * Header-only: libvgpu, which links common/ hidden, gains no symbol.
  */
 #ifndef VG_DEADLINE_H
@@ -23,6 +25,13 @@ static inline struct timespec vg_deadline_after(clockid_t clock, uint64_t ms) {
     ts.tv_nsec -= 1000000000L;
   }
   return ts;
+}
+
+/* Now on CLOCK_MONOTONIC, in milliseconds. */
+static inline uint64_t vg_monotonic_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 #endif

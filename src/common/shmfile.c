@@ -122,21 +122,15 @@ static void sleep_ms(unsigned ms) {
   }
 }
 
-static uint64_t monotonic_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* flock(LOCK_EX) that gives up after wait_ms: anyone who can open the file
  * can hold its flock forever. Polls, since flock has no timed form. */
 static int flock_within(int fd, unsigned wait_ms) {
-  uint64_t deadline = monotonic_ms() + wait_ms;
+  uint64_t deadline = vg_monotonic_ms() + wait_ms;
   unsigned nap = 1;
   for (;;) {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
     if (errno != EWOULDBLOCK && errno != EINTR) return -1;
-    if (monotonic_ms() >= deadline) return errno = ETIMEDOUT, -1;
+    if (vg_monotonic_ms() >= deadline) return errno = ETIMEDOUT, -1;
     sleep_ms(nap);
     if (nap < 16) nap *= 2;
   }

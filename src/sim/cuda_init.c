@@ -41,13 +41,15 @@ __attribute__((constructor)) static void register_fork_handler(void) {
 
 uint64_t cu_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+static void spin_until(uint64_t t) {
+  while (vg_sim_now_ns() < t) {
+  }
+}
+
 /* Spins: a driver call's host time is CPU time, not a sleep, and a sleep
  * of microseconds would overshoot by the timer slack. */
 void cu_host_cost(uint64_t ns) {
-  if (ns == 0) return;
-  uint64_t until = vg_sim_now_ns() + ns;
-  while (vg_sim_now_ns() < until) {
-  }
+  if (ns != 0) spin_until(vg_sim_now_ns() + ns);
 }
 
 /* Sleeps to within SPIN_NS of the end, then spins: a sleep wakes up to the
@@ -60,8 +62,7 @@ void cu_wait_until(uint64_t end) {
   if (end <= now) return; /* done already: nothing to wake from */
   end += g_cu.sim.st->config.sync_ns;
   if (end - now > SPIN_NS) vg_sim_sleep_until(end - SPIN_NS);
-  while (vg_sim_now_ns() < end) {
-  }
+  spin_until(end);
 }
 
 uint64_t cu_round_up(uint64_t v, uint64_t to) {

@@ -29,17 +29,16 @@
 #define MAX_DYNAMIC_SHARED 166912u
 #define MAX_DURATION_NS (3600ull * 1000000000ull)
 
+static uint64_t threads_of(const struct cu_launch *l) {
+  return (uint64_t)l->block[0] * l->block[1] * l->block[2];
+}
+
 static bool dims_valid(const struct cu_launch *l) {
   for (int i = 0; i < 3; i++)
     if (l->grid[i] == 0 || l->block[i] == 0) return false;
   if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64) return false;
   if (l->grid[1] > 65535 || l->grid[2] > 65535 || l->grid[0] > 0x7fffffffu) return false;
-  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-  return threads <= MAX_THREADS_PER_BLOCK && l->shared <= MAX_DYNAMIC_SHARED;
-}
-
-static uint64_t threads_of(const struct cu_launch *l) {
-  return (uint64_t)l->block[0] * l->block[1] * l->block[2];
+  return threads_of(l) <= MAX_THREADS_PER_BLOCK && l->shared <= MAX_DYNAMIC_SHARED;
 }
 
 static uint64_t resident_per_sm(const struct cu_launch *l) {
